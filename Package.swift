@@ -1,0 +1,75 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Targets are split by capability, in the manner of swift-nio:
+/// - `ConduitCore`: sans-IO protocol logic (no sockets, clocks, C or Foundation).
+/// - `ConduitLoopback`: the in-process transport, the embedded default.
+/// - `Conduit`: the public, async API that hosts embed.
+/// - `ConduitConformance`: one behavioural suite that every transport must pass.
+/// - `conduit`: the command-line tool.
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "conduit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Conduit", targets: ["Conduit"]),
+        .library(name: "ConduitCore", targets: ["ConduitCore"]),
+        .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
+        .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
+        .executable(name: "conduit", targets: ["conduit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+    ],
+    targets: [
+        .target(
+            name: "ConduitCore",
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ConduitLoopback",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Conduit",
+            dependencies: ["ConduitCore", "ConduitLoopback"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ConduitConformance",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "conduit",
+            dependencies: [
+                "Conduit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitCoreTests",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitLoopbackTests",
+            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitTests",
+            dependencies: ["Conduit", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,173 @@
+import DequeModule
+import Synchronization
+
+/// A multi-producer, single-consumer async channel with backpressure by weight.
+///
+/// `send` enqueues at once and then suspends while the buffered weight exceeds `capacity`, so no
+/// element is ever dropped and memory stays within one element of the cap. `next` suspends while
+/// the buffer is empty. `finish` ends the stream: buffered elements are still delivered, then nil.
+/// It is a plain synchronisation primitive: no I/O, no clock.
+public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequence {
+    public typealias Failure = Never
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var buffer = Deque<(element: Element, weight: Int)>()
+        var weight = 0
+        var finished = false
+        var consumer: CheckedContinuation<Element?, Never>?
+        var producers: [Waiter] = []
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    public let capacity: Int
+    private let weigh: @Sendable (Element) -> Int
+
+    /// - Parameters:
+    ///   - capacity: total weight buffered before producers wait.
+    ///   - weigh: an element's weight; 1 per element by default.
+    public init(capacity: Int, weigh: @escaping @Sendable (Element) -> Int = { _ in 1 }) {
+        precondition(capacity > 0)
+        self.capacity = capacity
+        self.weigh = weigh
+    }
+
+    /// Enqueues `element`; returns false (dropping it) if the channel is finished. Suspends while
+    /// the channel is over capacity.
+    @discardableResult
+    public func send(_ element: Element) async -> Bool {
+        let w = weigh(element)
+        let (accepted, mustWait, consumer): (Bool, Bool, CheckedContinuation<Element?, Never>?) = state.withLock { state in
+            guard !state.finished else { return (false, false, nil) }
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return (true, false, consumer)
+            }
+            state.buffer.append((element, w))
+            state.weight += w
+            return (true, state.weight > capacity, nil)
+        }
+        consumer?.resume(returning: element)
+        guard accepted else { return false }
+        if mustWait { await waitForRoom() }
+        return true
+    }
+
+    /// Enqueues without waiting; false if finished or over capacity.
+    public func trySend(_ element: Element) -> Bool {
+        let w = weigh(element)
+        let (accepted, consumer): (Bool, CheckedContinuation<Element?, Never>?) = state.withLock { state in
+            guard !state.finished else { return (false, nil) }
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return (true, consumer)
+            }
+            guard state.weight < capacity else { return (false, nil) }
+            state.buffer.append((element, w))
+            state.weight += w
+            return (true, nil)
+        }
+        consumer?.resume(returning: element)
+        return accepted
+    }
+
+    private func waitForRoom() async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.finished || state.weight <= capacity || Task.isCancelled { return true }
+                    state.producers.append(Waiter(id: id, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> Waiter? in
+                guard let index = state.producers.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.producers.remove(at: index)
+            }
+            waiter?.continuation.resume()
+        }
+    }
+
+    /// The next element, or nil once finished and drained (or if the consumer is cancelled).
+    public func next() async -> Element? {
+        if let ready = takeBuffered() { return ready.element }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
+                let result: (Element?, done: Bool) = state.withLock { state in
+                    if let first = state.buffer.popFirst() {
+                        state.weight -= first.weight
+                        return (first.element, true)
+                    }
+                    if state.finished || Task.isCancelled { return (nil, true) }
+                    precondition(state.consumer == nil, "AsyncBoundedChannel has a single consumer")
+                    state.consumer = continuation
+                    return (nil, false)
+                }
+                if result.done { continuation.resume(returning: result.0) }
+            }
+        } onCancel: {
+            let consumer = state.withLock { state -> CheckedContinuation<Element?, Never>? in
+                defer { state.consumer = nil }
+                return state.consumer
+            }
+            consumer?.resume(returning: nil)
+        }
+    }
+
+    private func takeBuffered() -> (element: Element, weight: Int)? {
+        let (first, released): ((element: Element, weight: Int)?, [Waiter]) = state.withLock { state in
+            guard let first = state.buffer.popFirst() else { return (nil, []) }
+            state.weight -= first.weight
+            guard state.weight <= capacity, !state.producers.isEmpty else { return (first, []) }
+            defer { state.producers.removeAll() }
+            return (first, state.producers)
+        }
+        for waiter in released { waiter.continuation.resume() }
+        return first
+    }
+
+    /// Ends the channel. Waiting producers resume; the consumer drains what is buffered, then nil.
+    public func finish() {
+        let (consumer, producers) = state.withLock { state -> (CheckedContinuation<Element?, Never>?, [Waiter]) in
+            state.finished = true
+            defer {
+                state.consumer = nil
+                state.producers.removeAll()
+            }
+            return (state.buffer.isEmpty ? state.consumer : nil, state.producers)
+        }
+        consumer?.resume(returning: nil)
+        for waiter in producers { waiter.continuation.resume() }
+    }
+
+    /// Ends the channel and discards what is buffered.
+    public func finishAndDiscard() {
+        state.withLock { state in
+            state.buffer.removeAll()
+            state.weight = 0
+        }
+        finish()
+    }
+
+    public var isFinished: Bool { state.withLock { $0.finished } }
+    public var bufferedWeight: Int { state.withLock { $0.weight } }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let channel: AsyncBoundedChannel
+        public mutating func next() async -> Element? { await channel.next() }
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? { await channel.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(channel: self) }
+}

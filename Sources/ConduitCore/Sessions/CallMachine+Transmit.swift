@@ -1,0 +1,91 @@
+extension CallMachine {
+    /// Appends what may be sent now to `batch`: control frames first, then data frames from the
+    /// sessions in round-robin, each as its pacer allows, until `maxBytes` is reached.
+    /// Returns the number of datagrams appended.
+    @discardableResult
+    public mutating func pollTransmit(now: ConduitInstant, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024) -> Int {
+        let before = batch.count
+        while let frame = controlOut.first, batch.byteCount + frame.count <= maxBytes || batch.isEmpty {
+            batch.append(frame)
+            controlOut.removeFirst()
+        }
+        guard isConnected, !outboundOrder.isEmpty else { return batch.count - before }
+
+        // Deficit-free round robin: each pass gives every ready session one fragment.
+        var progressed = true
+        while progressed, batch.byteCount < maxBytes {
+            progressed = false
+            for _ in 0..<outboundOrder.count {
+                let key = outboundOrder[nextOutboundIndex % outboundOrder.count]
+                nextOutboundIndex = (nextOutboundIndex + 1) % outboundOrder.count
+                if emitFragment(key, now: now, into: &batch) { progressed = true }
+                if batch.byteCount >= maxBytes { break }
+            }
+        }
+        for key in outboundOrder where outbound[key]!.isOpen { updateDelay(key, now: now) }
+        statistics.framesSent += batch.count - before
+        return batch.count - before
+    }
+
+    /// Emits one fragment of `key`'s head message if its pacer allows.
+    mutating func emitFragment(_ key: SessionKey, now: ConduitInstant, into batch: inout DatagramBatch) -> Bool {
+        guard outbound[key]!.isOpen, !outbound[key]!.queue.isEmpty, outbound[key]!.pacer.mayRelease(now: now) else {
+            return false
+        }
+        let emitted: Int = {
+            // Modify in place so the queued bytes stay uniquely referenced.
+            let before = outbound[key]!.queue[0].fragmenter.remainingBytes
+            let size = outbound[key]!.queue[0].fragmenter.nextFrameSize
+            outbound[key]!.queue[0].bytes.withUnsafeBytes { message in
+                _ = outbound[key]!.queue[0].fragmenter.emitNext(of: message, into: &batch)
+            }
+            outbound[key]!.pacer.consume(size, now: now)
+            return before - outbound[key]!.queue[0].fragmenter.remainingBytes
+        }()
+        outbound[key]!.queuedBytes -= emitted
+        if outbound[key]!.queue[0].fragmenter.isFinished {
+            outbound[key]!.queue.removeFirst()
+            statistics.messagesSent += 1
+            if outbound[key]!.senderIsWaiting, outbound[key]!.queuedBytes < configuration.maxQueuedBytesPerSession {
+                outbound[key]!.senderIsWaiting = false
+                events.append(.sendQueueHasRoom(key))
+            }
+        }
+        return true
+    }
+
+    mutating func updateDelay(_ key: SessionKey, now: ConduitInstant) {
+        let delay = outbound[key]!.queueingDelay(now: now)
+        if let enabled = outbound[key]!.delayMonitor.update(delay: delay) {
+            events.append(.tooLongQueuedData(key, enabled: enabled))
+        }
+    }
+
+    /// True if there is anything to transmit right now.
+    public func hasPendingControl() -> Bool { !controlOut.isEmpty }
+
+    /// When the driver must call ``pollTransmit(now:into:maxBytes:)`` or ``handleTimeout(now:)``
+    /// next even if nothing else happens, or nil when idle.
+    public func nextDeadline(now: ConduitInstant) -> ConduitInstant? {
+        var deadline = reassembler.nextExpiry
+        func consider(_ instant: ConduitInstant) {
+            deadline = deadline.map { min($0, instant) } ?? instant
+        }
+        for (_, session) in outbound where session.isOpen && !session.queue.isEmpty {
+            consider(session.pacer.nextRelease(now: now))
+            // Re-evaluate the queue delay while data waits, so the hysteresis can switch on.
+            if !session.delayMonitor.isTooLong { consider(now + .milliseconds(50)) }
+        }
+        for (_, session) in outbound where session.isOpen && session.queue.isEmpty && session.delayMonitor.isTooLong {
+            consider(now)
+        }
+        return deadline
+    }
+
+    /// Lets time pass: expires incomplete unreliable messages and re-evaluates queue delays.
+    public mutating func handleTimeout(now: ConduitInstant) {
+        reassembler.expire(now: now)
+        statistics.reassembly = reassembler.statistics
+        for key in outboundOrder where outbound[key]!.isOpen { updateDelay(key, now: now) }
+    }
+}

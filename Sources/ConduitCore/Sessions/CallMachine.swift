@@ -1,0 +1,209 @@
+import DequeModule
+
+/// The sans-IO state machine of one call between two peers over one transport link.
+///
+/// It follows quinn-proto's contract: the driver feeds it datagrams (``handle(datagram:now:)``),
+/// app commands (`make…`, ``enqueue(_:bytes:timestamp:now:)``), and the passing of time, then
+/// drains its output: frames to transmit (``pollTransmit(now:into:maxBytes:)``), events to
+/// dispatch (``pollEvent()``), and when to call it again (``nextDeadline``). It owns no socket,
+/// reads no clock, and never blocks, so every behaviour is testable with virtual time.
+public struct CallMachine: Sendable {
+    public enum Phase: Sendable, Hashable {
+        /// Our hello is out; waiting for the peer's.
+        case handshaking
+        case connected(peer: PeerID, peerSupportsDataSessions: Bool)
+        case ended(DisconnectReason)
+    }
+
+    public let localPeer: PeerID
+    public private(set) var configuration: CallConfiguration
+    public internal(set) var phase: Phase = .handshaking
+    public internal(set) var statistics = CallStatistics()
+
+    var outbound: [SessionKey: OutboundSessionState] = [:]
+    /// Round-robin order of outbound sessions, so one busy stream cannot starve the others.
+    var outboundOrder: [SessionKey] = []
+    var nextOutboundIndex = 0
+    var inbound: [SessionKey: InboundSessionState] = [:]
+    /// Streams this side told the peer it does not support.
+    var locallyUnsupported: Set<SessionKey> = []
+    var reassembler: Reassembler
+    var controlOut = Deque<[UInt8]>()
+    var events = Deque<CallEvent>()
+    var localSubgroupIDs: [SubgroupName: UInt16] = [:]
+    var remoteSubgroups: [UInt16: SubgroupName] = [:]
+
+    public init(localPeer: PeerID, configuration: CallConfiguration = .init()) {
+        precondition(configuration.fragmentSize > 0 && configuration.fragmentSize <= Int(UInt16.max), "fragment size must be 1...65535")
+        self.localPeer = localPeer
+        self.configuration = configuration
+        self.reassembler = Reassembler(configuration: configuration.reassembly)
+        controlOut.append(ControlFrame.hello(peer: localPeer, dataSessionsSupported: configuration.dataSessionsSupported).encoded)
+    }
+
+    public var isConnected: Bool {
+        if case .connected = phase { return true }
+        return false
+    }
+
+    public var isEnded: Bool {
+        if case .ended = phase { return true }
+        return false
+    }
+
+    public mutating func pollEvent() -> CallEvent? { events.popFirst() }
+
+    // MARK: Sender side
+
+    /// LINE Planet `makeOutboundDataSession`: `.none` on success, else why not.
+    public mutating func makeOutbound(_ key: SessionKey, type: SessionType, now: ConduitInstant) -> DataSessionFailReason {
+        guard key.streamID.isValid else { return .invalidId }
+        guard case .connected(_, let peerSupports) = phase, peerSupports, configuration.dataSessionsSupported else {
+            return .internal
+        }
+        guard outbound[key] == nil else { return .alreadyExist }
+        outbound[key] = OutboundSessionState(type: type, configuration: configuration, now: now)
+        outboundOrder.append(key)
+        let subgroupID = localSubgroupID(for: key.subgroup)
+        controlOut.append(ControlFrame.sessionOpen(streamID: key.streamID, subgroupID: subgroupID, subgroup: key.subgroup, type: type).encoded)
+        return .none
+    }
+
+    public func outboundType(_ key: SessionKey) -> SessionType? { outbound[key]?.type }
+
+    public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { outbound[key]?.closeReason }
+
+    /// Offers one `send` to a session's queue. Sizes and state are checked here, so an oversize or
+    /// closed send fails at the call instead of vanishing later.
+    public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {
+        guard var session = outbound[key] else {
+            return .failed(ConduitError(.sessionClosed, "no outbound session for \(key)", closeReason: .internal))
+        }
+        if let reason = session.closeReason { return .failed(.closed(reason)) }
+        guard bytes.count <= session.type.maxSendSize else {
+            return .failed(ConduitError(
+                .messageTooLarge,
+                "\(bytes.count) bytes exceed the \(session.type.maxSendSize)-byte limit of a \(session.type) send"
+            ))
+        }
+        if !session.queue.isEmpty, session.queuedBytes + bytes.count > configuration.maxQueuedBytesPerSession {
+            outbound[key]!.senderIsWaiting = true
+            return .queueFull
+        }
+        let messageID = session.nextMessageID
+        session.nextMessageID &+= 1
+        let fragmenter = Fragmenter(
+            streamID: key.streamID,
+            sessionType: session.type,
+            subgroupID: localSubgroupID(for: key.subgroup),
+            messageID: messageID,
+            totalLength: bytes.count,
+            fragmentSize: configuration.fragmentSize,
+            timestamp: timestamp
+        )
+        session.queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
+        session.queuedBytes += bytes.count
+        outbound[key] = session
+        updateDelay(key, now: now)
+        return .queued(messageID: messageID)
+    }
+
+    /// Closes an outbound session; the receiver's inbound session closes with `sessionEnd`.
+    /// Messages still queued are discarded.
+    public mutating func closeOutbound(_ key: SessionKey) {
+        guard let session = outbound[key], session.isOpen else { return }
+        closeOutbound(key, reason: .sessionEnd)
+        if !isEnded {
+            controlOut.append(ControlFrame.sessionClose(streamID: key.streamID, subgroupID: localSubgroupID(for: key.subgroup), reason: .sessionEnd).encoded)
+        }
+    }
+
+    mutating func closeOutbound(_ key: SessionKey, reason: DataSessionCloseReason) {
+        guard var session = outbound[key], session.isOpen else { return }
+        session.closeReason = reason
+        session.queue.removeAll()
+        session.queuedBytes = 0
+        let wasWaiting = session.senderIsWaiting
+        session.senderIsWaiting = false
+        outbound[key] = session
+        events.append(.outboundClosed(key, reason))
+        if wasWaiting { events.append(.sendQueueHasRoom(key)) }
+    }
+
+    // MARK: Receiver side
+
+    /// LINE Planet `makeInboundDataSession`. `expectedType`, when given, must match what the
+    /// sender announced (else `invalidType`).
+    public mutating func makeInbound(_ key: SessionKey, expectedType: SessionType? = nil) -> DataSessionFailReason {
+        guard key.streamID.isValid else { return .invalidId }
+        guard isConnected else { return .internal }
+        guard var session = inbound[key] else { return .notIncoming }
+        guard !session.isAccepted else { return .alreadyExist }
+        if let expectedType, expectedType != session.type { return .invalidType }
+        session.isAccepted = true
+        while let delivery = session.pending.popFirst() { emitDelivery(key, delivery) }
+        session.pendingBytes = 0
+        inbound[key] = session
+        if let reason = session.closeReason { events.append(.inboundClosed(key, reason)) }
+        return .none
+    }
+
+    public func inboundType(_ key: SessionKey) -> SessionType? { inbound[key]?.type }
+
+    public func isInboundAccepted(_ key: SessionKey) -> Bool { inbound[key]?.isAccepted ?? false }
+
+    /// LINE Planet `unsupportInboundDataSession`: tells the sender this side cannot handle the
+    /// stream. In a 1:1 call the sender's session closes with `unsupported`.
+    public mutating func unsupportInbound(_ key: SessionKey) {
+        guard key.streamID.isValid, !locallyUnsupported.contains(key) else { return }
+        locallyUnsupported.insert(key)
+        if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
+            events.append(.inboundClosed(key, .unsupported))
+        }
+        reassembler.discard(streamID: key.streamID, subgroupID: remoteSubgroupID(for: key.subgroup))
+        if !isEnded {
+            controlOut.append(ControlFrame.sessionUnsupported(streamID: key.streamID, subgroupID: remoteSubgroupID(for: key.subgroup)).encoded)
+        }
+    }
+
+    // MARK: Call lifetime
+
+    /// Hangs up: every session closes with `sessionEnd` and a goodbye goes to the peer.
+    public mutating func hangUp() {
+        guard !isEnded else { return }
+        controlOut.append(ControlFrame.goodbye.encoded)
+        end(.localHangUp)
+    }
+
+    /// The transport closed under the call.
+    public mutating func linkClosed() {
+        guard !isEnded else { return }
+        controlOut.removeAll()
+        end(.transportClosed)
+    }
+
+    mutating func end(_ reason: DisconnectReason) {
+        phase = .ended(reason)
+        for key in outboundOrder { closeOutbound(key, reason: .sessionEnd) }
+        for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) where session.isAccepted && session.closeReason == nil {
+            events.append(.inboundClosed(key, .sessionEnd))
+        }
+        inbound.removeAll()
+        events.append(.disconnected(reason))
+    }
+
+    // MARK: Subgroup numbering
+
+    mutating func localSubgroupID(for name: SubgroupName?) -> UInt16 {
+        guard let name else { return 0 }
+        if let id = localSubgroupIDs[name] { return id }
+        let id = UInt16(truncatingIfNeeded: localSubgroupIDs.count + 1)
+        localSubgroupIDs[name] = id
+        return id
+    }
+
+    func remoteSubgroupID(for name: SubgroupName?) -> UInt16 {
+        guard let name else { return 0 }
+        return remoteSubgroups.first(where: { $0.value == name })?.key ?? 0
+    }
+}

@@ -1,0 +1,44 @@
+import DequeModule
+
+/// One outbound data session's send side: its queue, pacer and queue-delay hysteresis.
+struct OutboundSessionState: Sendable {
+    struct QueuedMessage: Sendable {
+        var bytes: [UInt8]
+        var fragmenter: Fragmenter
+        var enqueuedAt: ConduitInstant
+    }
+
+    let type: SessionType
+    var nextMessageID: UInt32 = 0
+    var queue = Deque<QueuedMessage>()
+    /// Bytes not yet emitted, across the queue.
+    var queuedBytes = 0
+    var pacer: Pacer
+    var delayMonitor: QueueDelayMonitor
+    var closeReason: DataSessionCloseReason?
+    /// A sender found the queue full and waits for a `sendQueueHasRoom` event.
+    var senderIsWaiting = false
+
+    init(type: SessionType, configuration: CallConfiguration, now: ConduitInstant) {
+        self.type = type
+        self.pacer = Pacer(limit: configuration.rateLimit, now: now)
+        self.delayMonitor = QueueDelayMonitor(onThreshold: configuration.queueDelayOn, offThreshold: configuration.queueDelayOff)
+    }
+
+    var isOpen: Bool { closeReason == nil }
+
+    /// The queueing delay: how long the oldest message has waited, or how long the queue will take
+    /// to drain at the capped rate, whichever is longer.
+    func queueingDelay(now: ConduitInstant) -> Duration {
+        guard let head = queue.first else { return .zero }
+        return max(now - head.enqueuedAt, pacer.drainTime(of: queuedBytes))
+    }
+}
+
+/// The outcome of offering a message to a session's queue.
+public enum EnqueueResult: Sendable, Hashable {
+    case queued(messageID: UInt32)
+    /// The queue is at its cap; try again after ``CallEvent/sendQueueHasRoom(_:)``.
+    case queueFull
+    case failed(ConduitError)
+}

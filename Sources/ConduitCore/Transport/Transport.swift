@@ -1,0 +1,95 @@
+/// What a transport provides natively. The core supplies the rest: fragmentation always, and
+/// (from the reliability engine) retransmission and ordering where a transport lacks them.
+public struct TransportCapabilities: Sendable, Hashable {
+    /// Every datagram written arrives (no loss).
+    public var isReliable: Bool
+    /// Datagrams arrive in the order written.
+    public var isOrdered: Bool
+    /// The transport can give up on a message by retransmission count or lifetime itself.
+    public var supportsPartialReliability: Bool
+    /// Largest datagram `write` accepts.
+    public var maxDatagramSize: Int
+    /// The datagram size the core fragments to (at most `maxDatagramSize`).
+    public var mtu: Int
+
+    public init(isReliable: Bool, isOrdered: Bool, supportsPartialReliability: Bool, maxDatagramSize: Int, mtu: Int) {
+        self.isReliable = isReliable
+        self.isOrdered = isOrdered
+        self.supportsPartialReliability = supportsPartialReliability
+        self.maxDatagramSize = maxDatagramSize
+        self.mtu = mtu
+    }
+
+    /// Payload bytes per data frame on this transport.
+    public var fragmentSize: Int { mtu - DataFrameHeader.size }
+}
+
+/// One established, bidirectional datagram link between two endpoints.
+///
+/// `write` suspends while the link is full (backpressure); `read` suspends until datagrams
+/// arrive and returns nil once the link is closed. One task reads; writers are serialised by the
+/// caller. Implementations must survive `close` racing with reads and writes.
+public protocol TransportLink: AnyObject, Sendable {
+    var capabilities: TransportCapabilities { get }
+    /// A description of the remote end, for logs and reports.
+    var remoteDescription: String { get }
+    func write(_ batch: DatagramBatch) async throws(ConduitError)
+    func read() async throws(ConduitError) -> DatagramBatch?
+    func close() async
+}
+
+/// Accepts links on one address.
+public protocol TransportListener: AnyObject, Sendable {
+    /// The bound address (with the port filled in when 0 was asked for).
+    var localURL: TransportURL { get }
+    /// The next incoming link, or nil once the listener is closed.
+    func accept() async throws(ConduitError) -> (any TransportLink)?
+    func close() async
+}
+
+/// A transport module: a factory of links for the URL schemes it serves.
+public protocol Transport: Sendable {
+    /// The URL schemes this transport answers, such as `loopback` or `udp`.
+    var schemes: [String] { get }
+    func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink
+    func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener
+}
+
+/// Resolves configuration strings to transports. A value, built by the host app: start from an
+/// empty registry or a module's `.defaults`, then `register` more. There is no global registry.
+public struct TransportRegistry: Sendable {
+    private var transports: [String: any Transport] = [:]
+
+    public init() {}
+
+    public init(_ transports: [any Transport]) {
+        for transport in transports { register(transport) }
+    }
+
+    /// Adds a transport, replacing any earlier one for the same schemes.
+    public mutating func register(_ transport: any Transport) {
+        for scheme in transport.schemes { transports[scheme.lowercased()] = transport }
+    }
+
+    public func registering(_ transport: any Transport) -> TransportRegistry {
+        var copy = self
+        copy.register(transport)
+        return copy
+    }
+
+    public var schemes: [String] { transports.keys.sorted() }
+
+    public func transport(for scheme: String) -> (any Transport)? { transports[scheme.lowercased()] }
+
+    /// Parses `text` and finds its transport, or says which schemes are known.
+    public func resolve(_ text: String) throws(ConduitError) -> (transport: any Transport, url: TransportURL) {
+        let url = try TransportURL(parsing: text)
+        guard let transport = transports[url.scheme] else {
+            throw ConduitError(
+                .unknownTransport,
+                "no transport for '\(url.scheme)://' (registered: \(schemes.map { "\($0)://" }.joined(separator: ", ")))"
+            )
+        }
+        return (transport, url)
+    }
+}

@@ -1,0 +1,96 @@
+/// A transport address as configuration spells it: `scheme://host[:port][/path][?key=value&...]`.
+///
+/// `loopback://demo`, `udp://127.0.0.1:9000?mtu=1400`, `sctp+udp://[::1]:5000`. Parsed without
+/// Foundation, strictly: a malformed string is a typed error naming what is wrong.
+public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
+    public var scheme: String
+    /// Host name, IP literal (without brackets) or loopback name.
+    public var host: String
+    public var port: Int?
+    public var path: String
+    public var query: [String: String]
+
+    public init(scheme: String, host: String, port: Int? = nil, path: String = "", query: [String: String] = [:]) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.path = path
+        self.query = query
+    }
+
+    public init(parsing text: String) throws(ConduitError) {
+        func bad(_ why: String) -> ConduitError {
+            ConduitError(.invalidAddress, "'\(text)' is not a transport URL: \(why)")
+        }
+        guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
+            throw bad("expected scheme://address")
+        }
+        let scheme = text[..<colon].lowercased()
+        guard !scheme.isEmpty, scheme.unicodeScalars.allSatisfy(Self.isSchemeCharacter) else {
+            throw bad("invalid scheme")
+        }
+        var rest = text[text.index(colon, offsetBy: 3)...]
+        var query: [String: String] = [:]
+        if let q = rest.firstIndex(of: "?") {
+            for pair in rest[rest.index(after: q)...].split(separator: "&") where !pair.isEmpty {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = String(parts[0])
+                guard !key.isEmpty else { throw bad("empty query key") }
+                guard query[key] == nil else { throw bad("query key '\(key)' repeats") }
+                query[key] = parts.count > 1 ? String(parts[1]) : ""
+            }
+            rest = rest[..<q]
+        }
+        var path = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[slash...])
+            rest = rest[..<slash]
+        }
+        var host: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw bad("unclosed '[' in IPv6 address") }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw bad("unexpected text after ']'") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+        }
+        guard !host.isEmpty else { throw bad("missing host or name") }
+        var port: Int?
+        if let portText {
+            guard let value = Int(portText), (0...65535).contains(value) else { throw bad("port '\(portText)' is not 0...65535") }
+            port = value
+        }
+        self.init(scheme: scheme, host: String(host), port: port, path: path, query: query)
+    }
+
+    static func isSchemeCharacter(_ c: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(c) || ("0"..."9").contains(c) || c == "+" || c == "-" || c == "."
+    }
+
+    /// An integer query option, or `defaultValue`, or a typed error if present but malformed.
+    public func intOption(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConduitError) -> Int {
+        guard let text = query[key] else { return defaultValue }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConduitError(.invalidConfiguration, "option \(key)=\(text) in \(self) must be an integer in \(range)")
+        }
+        return value
+    }
+
+    public var description: String {
+        var text = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)"
+        if let port { text += ":\(port)" }
+        text += path
+        if !query.isEmpty {
+            text += "?" + query.sorted(by: { $0.key < $1.key }).map { $0.value.isEmpty ? $0.key : "\($0.key)=\($0.value)" }.joined(separator: "&")
+        }
+        return text
+    }
+}

@@ -1,0 +1,65 @@
+/// A batch of datagrams in one contiguous buffer: the caller-owned output buffer of the core.
+///
+/// The core appends frames; a transport writes them out (a batch maps onto `sendmmsg` or one
+/// in-process hand-off). Storing all datagrams back to back keeps the send path at a couple of
+/// allocations per batch instead of one per fragment; reusing a batch after `removeAll` keeps it at none.
+public struct DatagramBatch: Sendable, Hashable {
+    public private(set) var storage: [UInt8]
+    /// End offset of each datagram in `storage`.
+    public private(set) var ends: [Int]
+
+    public init(reservingBytes: Int = 0, datagrams: Int = 0) {
+        storage = []
+        ends = []
+        storage.reserveCapacity(reservingBytes)
+        ends.reserveCapacity(datagrams)
+    }
+
+    public var count: Int { ends.count }
+    public var isEmpty: Bool { ends.isEmpty }
+    public var byteCount: Int { storage.count }
+
+    /// Byte range of datagram `index` in `storage`.
+    @inlinable public func range(of index: Int) -> Range<Int> {
+        (index == 0 ? 0 : ends[index - 1])..<ends[index]
+    }
+
+    public func withDatagram<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let range = range(of: index)
+        return try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
+    /// A copy of one datagram, for tests and tools.
+    public subscript(index: Int) -> [UInt8] { Array(storage[range(of: index)]) }
+
+    public mutating func append(_ datagram: UnsafeRawBufferPointer) {
+        storage.append(contentsOf: datagram)
+        ends.append(storage.count)
+    }
+
+    public mutating func append(_ datagram: [UInt8]) {
+        storage.append(contentsOf: datagram)
+        ends.append(storage.count)
+    }
+
+    /// Appends one data frame: the 32-byte header, then `payload`, copied once.
+    public mutating func appendDataFrame(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer) {
+        withUnsafeTemporaryAllocation(byteCount: DataFrameHeader.size, alignment: 8) { scratch in
+            header.encode(into: scratch)
+            storage.append(contentsOf: UnsafeRawBufferPointer(scratch))
+        }
+        storage.append(contentsOf: payload)
+        ends.append(storage.count)
+    }
+
+    public mutating func append(contentsOf other: DatagramBatch) {
+        let base = storage.count
+        storage.append(contentsOf: other.storage)
+        for end in other.ends { ends.append(base + end) }
+    }
+
+    public mutating func removeAll(keepingCapacity: Bool = true) {
+        storage.removeAll(keepingCapacity: keepingCapacity)
+        ends.removeAll(keepingCapacity: keepingCapacity)
+    }
+}

@@ -1,0 +1,33 @@
+import ConduitCore
+import Synchronization
+
+/// The in-process "network" that loopback listeners bind names on. Each registry built with
+/// `LoopbackTransport(hub:)` shares the hub it is given; there is no process-wide hub, so tests
+/// and embedded runtimes are isolated from each other unless they share one on purpose.
+public final class LoopbackHub: Sendable {
+    private let listeners = Mutex<[String: LoopbackListener]>([:])
+
+    public init() {}
+
+    func bind(_ name: String, _ listener: LoopbackListener) throws(ConduitError) {
+        let taken = listeners.withLock { table -> Bool in
+            guard table[name] == nil else { return true }
+            table[name] = listener
+            return false
+        }
+        if taken { throw ConduitError(.addressInUse, "loopback://\(name) is already listening") }
+    }
+
+    func unbind(_ name: String, _ listener: LoopbackListener) {
+        listeners.withLock { table in
+            if table[name] === listener { table[name] = nil }
+        }
+    }
+
+    func listener(named name: String) -> LoopbackListener? {
+        listeners.withLock { $0[name] }
+    }
+
+    /// Names currently listening, for diagnostics.
+    public var boundNames: [String] { listeners.withLock { $0.keys.sorted() } }
+}

@@ -1,0 +1,91 @@
+public import ConduitCore
+
+/// The in-process transport: lossless, ordered, fast. The embedded default and the test double.
+///
+/// URL: `loopback://NAME[?mtu=BYTES&window=BYTES]`.
+/// - `mtu`: datagram size the core fragments to (default 1232, so 1,200-byte payloads as on a network).
+/// - `window`: bytes in flight per direction before `write` suspends (default 4 MiB): this is the
+///   backpressure a slow reader exerts on its peer.
+public struct LoopbackTransport: Transport {
+    public static let defaultMTU = 1_232
+    public static let defaultWindow = 4 * 1024 * 1024
+    public static let maxDatagramSize = 65_535
+
+    public let hub: LoopbackHub
+    public var schemes: [String] { ["loopback"] }
+
+    public init(hub: LoopbackHub = LoopbackHub()) {
+        self.hub = hub
+    }
+
+    struct Options {
+        var mtu: Int
+        var window: Int
+
+        init(_ url: TransportURL) throws(ConduitError) {
+            guard url.port == nil, url.path.isEmpty else {
+                throw ConduitError(.invalidAddress, "a loopback address is loopback://NAME, got \(url)")
+            }
+            let known: Set<String> = ["mtu", "window"]
+            if let unknown = url.query.keys.sorted().first(where: { !known.contains($0) }) {
+                throw ConduitError(.invalidConfiguration, "unknown loopback option '\(unknown)' (known: mtu, window)")
+            }
+            mtu = try url.intOption("mtu", default: LoopbackTransport.defaultMTU, in: (DataFrameHeader.size + 1)...LoopbackTransport.maxDatagramSize)
+            window = try url.intOption("window", default: LoopbackTransport.defaultWindow, in: 1...(1 << 30))
+        }
+    }
+
+    public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
+        let options = try Options(url)
+        let listener = LoopbackListener(name: url.host, url: url, options: options, hub: hub)
+        try hub.bind(url.host, listener)
+        return listener
+    }
+
+    public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
+        let options = try Options(url)
+        guard let listener = hub.listener(named: url.host) else {
+            throw ConduitError(.connectionFailed, "nothing listens at loopback://\(url.host)")
+        }
+        let (client, server) = LoopbackLink.pair(
+            capabilities: TransportCapabilities(
+                isReliable: true,
+                isOrdered: true,
+                supportsPartialReliability: false,
+                maxDatagramSize: LoopbackTransport.maxDatagramSize,
+                mtu: min(options.mtu, listener.options.mtu)
+            ),
+            window: min(options.window, listener.options.window),
+            name: url.host
+        )
+        guard await listener.offer(server) else {
+            throw ConduitError(.connectionFailed, "loopback://\(url.host) stopped listening")
+        }
+        return client
+    }
+}
+
+public final class LoopbackListener: TransportListener {
+    let name: String
+    let options: LoopbackTransport.Options
+    public let localURL: TransportURL
+    private let hub: LoopbackHub
+    private let backlog = AsyncBoundedChannel<LoopbackLink>(capacity: 128)
+
+    init(name: String, url: TransportURL, options: LoopbackTransport.Options, hub: LoopbackHub) {
+        self.name = name
+        self.localURL = url
+        self.options = options
+        self.hub = hub
+    }
+
+    func offer(_ link: LoopbackLink) async -> Bool { await backlog.send(link) }
+
+    public func accept() async throws(ConduitError) -> (any TransportLink)? { await backlog.next() }
+
+    public func close() async {
+        hub.unbind(name, self)
+        backlog.finish()
+        while let link = await backlog.next() { await link.close() }
+    }
+}
