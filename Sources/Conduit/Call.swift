@@ -1,0 +1,79 @@
+public import ConduitCore
+
+/// A 1:1 call: one peer on each end of a transport link, carrying data sessions.
+///
+/// Obtained from ``ConduitRuntime/connect(to:as:)`` or ``CallListener/accept()``, both of which
+/// return once the two sides have greeted each other. Data sessions live until the call ends;
+/// ``hangUp()`` ends it and closes every session with ``DataSessionCloseReason/sessionEnd``.
+public final class Call: Sendable {
+    /// What happens to the call as a whole (LINE Planet `PlanetKitCallDelegate`).
+    public enum Event: Sendable, Hashable {
+        /// The call is set up; data sessions may be made.
+        case connected(peer: PeerID, isDataSessionSupported: Bool)
+        /// The peer made an outbound session. Answer with ``Call/makeInboundDataSession(streamID:expecting:)``
+        /// or ``Call/unsupportInboundDataSession(streamID:)``.
+        case dataSessionIncoming(streamID: StreamID, subgroup: SubgroupName?, type: SessionType)
+        case disconnected(DisconnectReason)
+    }
+
+    let engine: CallEngine
+    public let localPeer: PeerID
+    /// The peer at the other end, as it introduced itself.
+    public let remotePeer: PeerID
+    /// Whether the peer supports data sessions (`isDataSessionSupported` of the connected event).
+    public let isPeerDataSessionSupported: Bool
+    /// Call events, starting with `.connected`. Bounded: if never read, the oldest are dropped.
+    public let events: AsyncStream<Event>
+
+    init(engine: CallEngine, localPeer: PeerID, remotePeer: PeerID, peerSupportsDataSessions: Bool, events: AsyncStream<Event>) {
+        self.engine = engine
+        self.localPeer = localPeer
+        self.remotePeer = remotePeer
+        self.isPeerDataSessionSupported = peerSupportsDataSessions
+        self.events = events
+    }
+
+    // MARK: Sender side
+
+    /// Creates an outbound data session (LINE Planet `makeOutboundDataSession`). Fails with a
+    /// ``ConduitError`` whose ``ConduitError/failReason`` is `invalidId`, `alreadyExist` or `internal`.
+    public func makeOutboundDataSession(streamID: StreamID, type: SessionType) async throws(ConduitError) -> OutboundDataSession {
+        try await engine.makeOutbound(SessionKey(streamID: streamID), type: type)
+    }
+
+    /// The outbound session made earlier for `streamID`, open or closed (`getOutboundDataSession`).
+    public func outboundDataSession(streamID: StreamID) async -> OutboundDataSession? {
+        await engine.outboundSession(SessionKey(streamID: streamID))
+    }
+
+    // MARK: Receiver side
+
+    /// Creates the inbound session for a stream announced by `dataSessionIncoming`
+    /// (`makeInboundDataSession`). Fails with `notIncoming` if no such event came, `alreadyExist`,
+    /// `invalidId`, or `invalidType` if `expecting` differs from the announced type.
+    public func makeInboundDataSession(streamID: StreamID, expecting type: SessionType? = nil) async throws(ConduitError) -> InboundDataSession {
+        try await engine.makeInbound(SessionKey(streamID: streamID), expecting: type)
+    }
+
+    /// The inbound session made earlier for `streamID` (`getInboundDataSession`).
+    public func inboundDataSession(streamID: StreamID) async -> InboundDataSession? {
+        await engine.inboundSession(SessionKey(streamID: streamID))
+    }
+
+    /// Tells the peer this app does not handle `streamID`: the peer's outbound session closes with
+    /// ``DataSessionCloseReason/unsupported`` and can send no more (`unsupportInboundDataSession`).
+    public func unsupportInboundDataSession(streamID: StreamID) async {
+        await engine.unsupportInbound(SessionKey(streamID: streamID))
+    }
+
+    // MARK: Lifetime
+
+    /// Ends the call. Every session closes with `sessionEnd`; the peer sees `remoteHangUp`.
+    /// Returns once the goodbye is written and the link closed.
+    public func hangUp() async { await engine.hangUp() }
+
+    public var isEnded: Bool { get async { await engine.isEnded } }
+
+    /// Counters of what was sent, delivered, refused and dropped.
+    public var statistics: CallStatistics { get async { await engine.statistics } }
+}

@@ -1,0 +1,337 @@
+import ConduitCore
+import DequeModule
+
+/// Drives one ``CallMachine`` over one ``TransportLink``: the I/O half of a call.
+///
+/// All call state lives in this actor. Two tasks feed it: the reader (link → machine, a batch per
+/// hop) and the pump (machine → link, a batch per write). App calls hop in once per operation, not
+/// per packet. Time comes from a monotonic clock here and is passed into the machine.
+actor CallEngine {
+    private var machine: CallMachine
+    private let link: any TransportLink
+    private let configuration: ConduitConfiguration
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+
+    private var outboundSessions: [SessionKey: OutboundDataSession] = [:]
+    private var inboundSessions: [SessionKey: InboundDataSession] = [:]
+    /// Deliveries that found their session's buffer full; the reader drains them (awaiting room)
+    /// before it reads more from the link. This is where receive backpressure starts.
+    private var overflow = Deque<(InboundDataSession, InboundDataSession.Event)>()
+    private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
+
+    private let callEvents: AsyncStream<Call.Event>
+    private let callEventSink: AsyncStream<Call.Event>.Continuation
+    private var connectWaiter: CheckedContinuation<Void, any Error>?
+    private var closedWaiters: [CheckedContinuation<Void, Never>] = []
+    private var linkIsClosed = false
+
+    private let wakeups: AsyncStream<Void>
+    private let wakeSink: AsyncStream<Void>.Continuation
+    private var timer: Task<Void, Never>?
+    private var timerDeadline: ConduitInstant?
+    private var tasks: [Task<Void, Never>] = []
+
+    init(localPeer: PeerID, link: any TransportLink, configuration: ConduitConfiguration) {
+        self.link = link
+        self.configuration = configuration
+        self.origin = clock.now
+        self.machine = CallMachine(localPeer: localPeer, configuration: configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize))
+        (callEvents, callEventSink) = AsyncStream.makeStream(of: Call.Event.self, bufferingPolicy: .bufferingNewest(1024))
+        (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    private func now() -> ConduitInstant {
+        let elapsed = origin.duration(to: clock.now)
+        return ConduitInstant(nanoseconds: UInt64(max(0, elapsed.nanosecondsClamped)))
+    }
+
+    // MARK: Start-up
+
+    /// Starts the reader and pump, and returns the call once both sides said hello.
+    func establish(timeout: Duration) async throws(ConduitError) -> Call {
+        tasks.append(Task { await self.readLoop() })
+        tasks.append(Task { await self.pumpLoop() })
+        wake()
+        let timeoutTask = Task {
+            try? await Task.sleep(for: timeout)
+            self.failConnect(ConduitError(.timedOut, "the peer did not complete the handshake within \(timeout)"))
+        }
+        defer { timeoutTask.cancel() }
+        do {
+            try await withCheckedThrowingContinuation { continuation in
+                if machine.isConnected {
+                    continuation.resume()
+                } else if machine.isEnded {
+                    continuation.resume(throwing: ConduitError(.connectionFailed, "the link closed during the handshake"))
+                } else {
+                    connectWaiter = continuation
+                }
+            }
+        } catch {
+            await shutdown()
+            throw (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+        }
+        guard case .connected(let peer, let supported) = machine.phase else {
+            throw ConduitError(.connectionFailed, "the call ended during the handshake")
+        }
+        return Call(engine: self, localPeer: machine.localPeer, remotePeer: peer, peerSupportsDataSessions: supported, events: callEvents)
+    }
+
+    private func failConnect(_ error: ConduitError) {
+        connectWaiter?.resume(throwing: error)
+        connectWaiter = nil
+    }
+
+    private func shutdown() async {
+        machine.linkClosed()
+        dispatchEvents()
+        await closeLink()
+    }
+
+    // MARK: Loops
+
+    private func readLoop() async {
+        while true {
+            let batch: DatagramBatch?
+            do { batch = try await link.read() } catch { batch = nil }
+            guard let batch else { break }
+            machine.handle(batch: batch, now: now())
+            dispatchEvents()
+            wake()
+            await waitUntilDrained()
+        }
+        machine.linkClosed()
+        dispatchEvents()
+        wake()
+    }
+
+    private func pumpLoop() async {
+        for await _ in wakeups {
+            if let deadline = timerDeadline, deadline <= now() {
+                timerDeadline = nil
+                machine.handleTimeout(now: now())
+            }
+            while true {
+                var batch = DatagramBatch(reservingBytes: 16 * 1024, datagrams: 16)
+                machine.pollTransmit(now: now(), into: &batch, maxBytes: 256 * 1024)
+                dispatchEvents()
+                if batch.isEmpty || linkIsClosed { break }
+                do { try await link.write(batch) } catch {
+                    machine.linkClosed()
+                    dispatchEvents()
+                    break
+                }
+            }
+            if machine.isEnded {
+                await closeLink()
+                break
+            }
+            schedule(machine.nextDeadline(now: now()))
+        }
+    }
+
+    private func wake() { wakeSink.yield() }
+
+    private func schedule(_ deadline: ConduitInstant?) {
+        guard let deadline else { return }
+        if let current = timerDeadline, current <= deadline, timer != nil { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        let delay = deadline - now()
+        timer = Task {
+            try? await Task.sleep(for: delay)
+            if !Task.isCancelled { self.timerFired() }
+        }
+    }
+
+    private func timerFired() {
+        timer = nil
+        wake()
+    }
+
+    private func closeLink() async {
+        guard !linkIsClosed else { return }
+        linkIsClosed = true
+        timer?.cancel()
+        await link.close()
+        wakeSink.finish()
+        for waiter in closedWaiters { waiter.resume() }
+        closedWaiters.removeAll()
+    }
+
+    // MARK: Events
+
+    private func dispatchEvents() {
+        while let event = machine.pollEvent() {
+            switch event {
+            case .connected(let peer, let supported):
+                callEventSink.yield(.connected(peer: peer, isDataSessionSupported: supported))
+                connectWaiter?.resume()
+                connectWaiter = nil
+            case .disconnected(let reason):
+                failConnect(ConduitError(.connectionFailed, "the call ended during the handshake (\(reason))"))
+                callEventSink.yield(.disconnected(reason))
+                callEventSink.finish()
+                for waiters in sendWaiters.values { for waiter in waiters { waiter.resume() } }
+                sendWaiters.removeAll()
+                wake()
+            case .dataSessionIncoming(let key, let type):
+                callEventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type))
+            case .received(let key, let delivery):
+                guard let session = inboundSessions[key] else { continue }
+                switch delivery {
+                case .message(let bytes, let timestamp): deliver(.message(.init(bytes: bytes, timestamp: timestamp)), to: session)
+                case .fragment(let fragment): deliver(.fragment(fragment), to: session)
+                }
+            case .inboundClosed(let key, let reason):
+                guard let session = inboundSessions[key] else { continue }
+                deliver(.closed(reason), to: session)
+            case .outboundClosed(let key, let reason):
+                if let session = outboundSessions[key] {
+                    session.eventSink.yield(.closed(reason))
+                    session.eventSink.finish()
+                }
+                resumeSenders(key)
+            case .tooLongQueuedData(let key, let enabled):
+                outboundSessions[key]?.eventSink.yield(.tooLongQueuedData(enabled: enabled))
+            case .sendQueueHasRoom(let key):
+                resumeSenders(key)
+            }
+        }
+    }
+
+    private func deliver(_ event: InboundDataSession.Event, to session: InboundDataSession) {
+        // Keep order: once anything overflowed, everything after it queues behind it.
+        if overflow.isEmpty, session.events.trySend(event) {
+            if case .closed = event { session.events.finish() }
+            return
+        }
+        overflow.append((session, event))
+        startDraining()
+    }
+
+    private var isDraining = false
+    private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
+
+    private func startDraining() {
+        guard !isDraining else { return }
+        isDraining = true
+        Task { await self.drainOverflow() }
+    }
+
+    /// Hands overflowed deliveries to their sessions, waiting for each to have room.
+    private func drainOverflow() async {
+        while let (session, event) = overflow.popFirst() {
+            await session.events.send(event)
+            if case .closed = event { session.events.finish() }
+        }
+        isDraining = false
+        for waiter in drainedWaiters { waiter.resume() }
+        drainedWaiters.removeAll()
+    }
+
+    /// Suspends the reader until every overflowed delivery found room.
+    private func waitUntilDrained() async {
+        guard isDraining || !overflow.isEmpty else { return }
+        startDraining()
+        await withCheckedContinuation { drainedWaiters.append($0) }
+    }
+
+    private func resumeSenders(_ key: SessionKey) {
+        guard let waiters = sendWaiters.removeValue(forKey: key) else { return }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: App operations
+
+    func makeOutbound(_ key: SessionKey, type: SessionType) throws(ConduitError) -> OutboundDataSession {
+        let reason = machine.makeOutbound(key, type: type, now: now())
+        guard reason == .none else {
+            throw .creationFailed(reason, Self.explain(reason, key: key, peerSupports: machine.phase))
+        }
+        let session = OutboundDataSession(key: key, type: type, engine: self)
+        outboundSessions[key] = session
+        wake()
+        return session
+    }
+
+    func outboundSession(_ key: SessionKey) -> OutboundDataSession? { outboundSessions[key] }
+
+    func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { machine.outboundCloseReason(key) }
+
+    func makeInbound(_ key: SessionKey, expecting type: SessionType?) throws(ConduitError) -> InboundDataSession {
+        guard key.streamID.isValid else { throw .creationFailed(.invalidId, Self.explain(.invalidId, key: key, peerSupports: machine.phase)) }
+        let announced = machine.inboundType(key)
+        let session = InboundDataSession(key: key, type: announced ?? type ?? .reliableMessage, bufferBytes: configuration.inboundBufferBytes)
+        let previous = inboundSessions[key]
+        if !machine.isInboundAccepted(key) { inboundSessions[key] = session }
+        let reason = machine.makeInbound(key, expectedType: type)
+        guard reason == .none else {
+            inboundSessions[key] = previous
+            throw .creationFailed(reason, Self.explain(reason, key: key, peerSupports: machine.phase))
+        }
+        dispatchEvents()
+        return session
+    }
+
+    func inboundSession(_ key: SessionKey) -> InboundDataSession? { inboundSessions[key] }
+
+    func unsupportInbound(_ key: SessionKey) {
+        machine.unsupportInbound(key)
+        dispatchEvents()
+        inboundSessions[key] = nil
+        wake()
+    }
+
+    func send(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, wait: Bool) async throws(ConduitError) -> Bool {
+        while true {
+            switch machine.enqueue(key, bytes: bytes, timestamp: timestamp, now: now()) {
+            case .queued:
+                dispatchEvents()
+                wake()
+                return true
+            case .failed(let error):
+                throw error
+            case .queueFull:
+                dispatchEvents()
+                guard wait else { return false }
+                await withCheckedContinuation { sendWaiters[key, default: []].append($0) }
+            }
+        }
+    }
+
+    func closeOutbound(_ key: SessionKey) {
+        machine.closeOutbound(key)
+        dispatchEvents()
+        wake()
+    }
+
+    func hangUp() async {
+        machine.hangUp()
+        dispatchEvents()
+        wake()
+        guard !linkIsClosed else { return }
+        await withCheckedContinuation { closedWaiters.append($0) }
+    }
+
+    var isEnded: Bool { machine.isEnded }
+    var statistics: CallStatistics { machine.statistics }
+
+    static func explain(_ reason: DataSessionFailReason, key: SessionKey, peerSupports phase: CallMachine.Phase) -> String {
+        switch reason {
+        case .none: "created"
+        case .invalidId: "stream ID \(key.streamID) is outside 100...999"
+        case .alreadyExist: "a session for \(key) already exists in this direction"
+        case .notIncoming: "no dataSessionIncoming event was received for \(key)"
+        case .invalidType: "the session type does not match the type the sender announced for \(key)"
+        case .internal:
+            switch phase {
+            case .connected(_, false): "the peer does not support data sessions"
+            case .connected: "this side does not support data sessions"
+            case .handshaking: "the call is not connected yet"
+            case .ended: "the call has ended"
+            }
+        }
+    }
+}

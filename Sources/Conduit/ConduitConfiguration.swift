@@ -1,0 +1,163 @@
+public import ConduitCore
+import Foundation
+
+/// Everything a host app may configure, from code, a JSON file, or the environment.
+///
+/// Keys are the same in every source (JSON key, then environment variable):
+///
+/// | key | environment | meaning | default |
+/// |---|---|---|---|
+/// | `transport` | `CONDUIT_TRANSPORT` | transport URL | `loopback://conduit` |
+/// | `rateLimit` | `CONDUIT_RATE_LIMIT` | per-session cap: bits/s, `2mbps`, `unlimited` | `2mbps` |
+/// | `maxQueuedBytesPerSession` | `CONDUIT_MAX_QUEUED_BYTES_PER_SESSION` | send queue cap | 8 MiB |
+/// | `queueDelayOnMs` | `CONDUIT_QUEUE_DELAY_ON_MS` | `tooLongQueuedData(true)` threshold | 500 |
+/// | `queueDelayOffMs` | `CONDUIT_QUEUE_DELAY_OFF_MS` | `tooLongQueuedData(false)` threshold | 100 |
+/// | `maxPendingInboundBytes` | `CONDUIT_MAX_PENDING_INBOUND_BYTES` | held per announced stream before the app accepts it | 1 MiB |
+/// | `inboundBufferBytes` | `CONDUIT_INBOUND_BUFFER_BYTES` | received bytes buffered per inbound session before backpressure | 4 MiB |
+/// | `maxIncompleteMessages` | `CONDUIT_MAX_INCOMPLETE_MESSAGES` | reassembly cap per peer | 64 |
+/// | `maxReassemblyBytes` | `CONDUIT_MAX_REASSEMBLY_BYTES` | reassembly byte cap per peer | 16 MiB |
+/// | `incompleteTimeoutMs` | `CONDUIT_INCOMPLETE_TIMEOUT_MS` | unreliable reassembly timeout | 3000 |
+/// | `connectTimeoutMs` | `CONDUIT_CONNECT_TIMEOUT_MS` | connect and handshake limit | 10000 |
+/// | `dataSessionsSupported` | `CONDUIT_DATA_SESSIONS_SUPPORTED` | advertise data-session support | true |
+public struct ConduitConfiguration: Sendable, Hashable {
+    public var transport: String = "loopback://conduit"
+    public var rateLimit: RateLimit = .default
+    public var maxQueuedBytesPerSession = 8 * 1024 * 1024
+    public var queueDelayOn: Duration = .milliseconds(500)
+    public var queueDelayOff: Duration = .milliseconds(100)
+    public var maxPendingInboundBytes = 1024 * 1024
+    public var inboundBufferBytes = 4 * 1024 * 1024
+    public var reassembly = Reassembler.Configuration()
+    public var connectTimeout: Duration = .seconds(10)
+    public var dataSessionsSupported = true
+
+    public init() {}
+
+    /// The recognised keys, in the order they are documented.
+    public static let keys = [
+        "transport", "rateLimit", "maxQueuedBytesPerSession", "queueDelayOnMs", "queueDelayOffMs",
+        "maxPendingInboundBytes", "inboundBufferBytes", "maxIncompleteMessages", "maxReassemblyBytes",
+        "incompleteTimeoutMs", "connectTimeoutMs", "dataSessionsSupported",
+    ]
+
+    /// `rateLimit` → `CONDUIT_RATE_LIMIT`.
+    public static func environmentName(for key: String) -> String {
+        var name = "CONDUIT_"
+        for character in key {
+            if character.isUppercase { name += "_" }
+            name += character.uppercased()
+        }
+        return name
+    }
+
+    /// Sets one key from its textual value; the one place every source goes through.
+    public mutating func set(_ key: String, to value: String) throws(ConduitError) {
+        func int(_ range: ClosedRange<Int>) throws(ConduitError) -> Int {
+            guard let number = Int(value), range.contains(number) else {
+                throw ConduitError(.invalidConfiguration, "\(key)=\(value): expected an integer in \(range)")
+            }
+            return number
+        }
+        switch key {
+        case "transport":
+            _ = try TransportURL(parsing: value)
+            transport = value
+        case "rateLimit": rateLimit = try RateLimit(parsing: value)
+        case "maxQueuedBytesPerSession": maxQueuedBytesPerSession = try int(1...(1 << 34))
+        case "queueDelayOnMs": queueDelayOn = .milliseconds(try int(1...3_600_000))
+        case "queueDelayOffMs": queueDelayOff = .milliseconds(try int(0...3_600_000))
+        case "maxPendingInboundBytes": maxPendingInboundBytes = try int(0...(1 << 34))
+        case "inboundBufferBytes": inboundBufferBytes = try int(1...(1 << 34))
+        case "maxIncompleteMessages": reassembly.maxIncompleteMessages = try int(1...1_000_000)
+        case "maxReassemblyBytes": reassembly.maxBufferedBytes = try int(1...(1 << 34))
+        case "incompleteTimeoutMs": reassembly.incompleteTimeout = .milliseconds(try int(1...3_600_000))
+        case "connectTimeoutMs": connectTimeout = .milliseconds(try int(1...3_600_000))
+        case "dataSessionsSupported":
+            switch value.lowercased() {
+            case "true", "1", "yes": dataSessionsSupported = true
+            case "false", "0", "no": dataSessionsSupported = false
+            default: throw ConduitError(.invalidConfiguration, "\(key)=\(value): expected true or false")
+            }
+        default:
+            throw ConduitError(.invalidConfiguration, "unknown configuration key '\(key)' (known: \(Self.keys.joined(separator: ", ")))")
+        }
+    }
+
+    /// Checks relations between keys.
+    public func validate() throws(ConduitError) {
+        guard queueDelayOff <= queueDelayOn else {
+            throw ConduitError(.invalidConfiguration, "queueDelayOffMs must not exceed queueDelayOnMs")
+        }
+        _ = try TransportURL(parsing: transport)
+    }
+
+    /// Applies every `CONDUIT_*` variable of `environment` that names a key. Unknown `CONDUIT_`
+    /// variables are an error, so a typo does not pass silently.
+    public mutating func apply(environment: [String: String]) throws(ConduitError) {
+        let byName = Dictionary(uniqueKeysWithValues: Self.keys.map { (Self.environmentName(for: $0), $0) })
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("CONDUIT_") {
+            guard let key = byName[name] else {
+                throw ConduitError(.invalidConfiguration, "unknown environment variable \(name) (known: \(byName.keys.sorted().joined(separator: ", ")))")
+            }
+            try set(key, to: value)
+        }
+        try validate()
+    }
+
+    /// Applies a JSON object whose keys are configuration keys (numbers, booleans or strings).
+    public mutating func apply(json: [UInt8]) throws(ConduitError) {
+        let object: [String: JSONScalar]
+        do { object = try JSONDecoder().decode([String: JSONScalar].self, from: Data(json)) } catch {
+            throw ConduitError(.invalidConfiguration, "configuration must be a JSON object of strings, numbers and booleans (\(error))")
+        }
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) { try set(key, to: value.text) }
+        try validate()
+    }
+
+    /// Loads a JSON configuration file over the defaults.
+    public static func load(jsonFile path: String) throws(ConduitError) -> ConduitConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConduitError(.invalidConfiguration, "cannot read configuration file \(path)")
+        }
+        var configuration = ConduitConfiguration()
+        try configuration.apply(json: Array(data))
+        return configuration
+    }
+
+    /// Defaults, then the file if given, then the environment (the process's when nil).
+    public static func resolved(jsonFile: String? = nil, environment: [String: String]? = nil) throws(ConduitError) -> ConduitConfiguration {
+        let environment = environment ?? ProcessInfo.processInfo.environment
+        var configuration = try jsonFile.map { (path: String) throws(ConduitError) in try load(jsonFile: path) } ?? ConduitConfiguration()
+        try configuration.apply(environment: environment)
+        return configuration
+    }
+
+    func callConfiguration(fragmentSize: Int) -> CallConfiguration {
+        CallConfiguration(
+            fragmentSize: fragmentSize,
+            rateLimit: rateLimit,
+            maxQueuedBytesPerSession: maxQueuedBytesPerSession,
+            queueDelayOn: queueDelayOn,
+            queueDelayOff: queueDelayOff,
+            maxPendingInboundBytes: maxPendingInboundBytes,
+            reassembly: reassembly,
+            dataSessionsSupported: dataSessionsSupported
+        )
+    }
+}
+
+/// A JSON value that configuration keys accept, kept as the text `set(_:to:)` parses.
+private struct JSONScalar: Decodable {
+    let text: String
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let flag = try? container.decode(Bool.self) {
+            text = flag ? "true" : "false"
+        } else if let number = try? container.decode(Int.self) {
+            text = String(number)
+        } else {
+            text = try container.decode(String.self)
+        }
+    }
+}

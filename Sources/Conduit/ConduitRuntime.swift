@@ -1,0 +1,88 @@
+public import ConduitCore
+
+/// The entry point a host app embeds: a configuration and the transports it may use.
+///
+/// ```swift
+/// let runtime = ConduitRuntime()                        // loopback, 2 Mbit/s per session
+/// let listener = try await runtime.listen(as: "bob")    // on configuration.transport
+/// let alice = try await runtime.connect(as: "alice")
+/// ```
+///
+/// A value: copy it, change its configuration, register more transports. Listeners and the calls
+/// that connect to them must use one registry (on loopback, its hub is where names are bound).
+public struct ConduitRuntime: Sendable {
+    public var configuration: ConduitConfiguration
+    public var registry: TransportRegistry
+
+    public init(configuration: ConduitConfiguration = .init(), registry: TransportRegistry = .defaults) {
+        self.configuration = configuration
+        self.registry = registry
+    }
+
+    /// Connects to the peer listening at `url` (default: `configuration.transport`) and returns the
+    /// call once both sides have greeted each other, or throws within `connectTimeout`.
+    public func connect(to url: String? = nil, as peer: PeerID) async throws(ConduitError) -> Call {
+        try configuration.validate()
+        let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
+        let link = try await withTimeout(configuration.connectTimeout, what: "connecting to \(resolved)") { () throws(ConduitError) in
+            try await transport.connect(to: resolved)
+        }
+        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration)
+        return try await engine.establish(timeout: configuration.connectTimeout)
+    }
+
+    /// Listens at `url` (default: `configuration.transport`) for calls answered as `peer`.
+    public func listen(on url: String? = nil, as peer: PeerID) async throws(ConduitError) -> CallListener {
+        try configuration.validate()
+        let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
+        let listener = try await transport.listen(on: resolved)
+        return CallListener(listener: listener, peer: peer, configuration: configuration)
+    }
+}
+
+/// Accepts calls on one transport address.
+public final class CallListener: Sendable {
+    private let listener: any TransportListener
+    private let peer: PeerID
+    private let configuration: ConduitConfiguration
+
+    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration) {
+        self.listener = listener
+        self.peer = peer
+        self.configuration = configuration
+    }
+
+    /// The address callers reach this listener at.
+    public var url: TransportURL { listener.localURL }
+
+    /// The next call whose handshake completed, or nil once the listener is closed. A link whose
+    /// handshake fails or times out is dropped and the next one is awaited.
+    public func accept() async throws(ConduitError) -> Call? {
+        while let link = try await listener.accept() {
+            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration)
+            if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
+        }
+        return nil
+    }
+
+    public func close() async { await listener.close() }
+}
+
+/// Runs `body`, failing with `timedOut` if it takes longer than `limit`.
+func withTimeout<T: Sendable>(_ limit: Duration, what: String, _ body: @escaping @Sendable () async throws(ConduitError) -> T) async throws(ConduitError) -> T {
+    let result = await withTaskGroup(of: Result<T, ConduitError>?.self) { group in
+        group.addTask {
+            do throws(ConduitError) { return .success(try await body()) } catch { return .failure(error) }
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return Task.isCancelled ? nil : .failure(ConduitError(.timedOut, "\(what) took longer than \(limit)"))
+        }
+        defer { group.cancelAll() }
+        while let next = await group.next() {
+            if let next { return next }
+        }
+        return .failure(ConduitError(.timedOut, "\(what) was cancelled"))
+    }
+    return try result.get()
+}

@@ -1,0 +1,57 @@
+public import ConduitCore
+
+/// The sending half of a data session (LINE Planet `PlanetKitOutboundDataSession`).
+///
+/// When `send` suspends, returns, or throws:
+/// - It **throws** ``ConduitError`` at once for a send larger than the type allows
+///   (`messageTooLarge`: 128 KiB for message types, 4 MiB for bytes types) and for a closed
+///   session (`sessionClosed`, with ``ConduitError/closeReason`` `unsupported`, `sessionEnd` or `internal`).
+/// - It **suspends** while the session's send queue is at its cap (backpressure), and resumes
+///   when the queue has room or the session closes (then it throws).
+/// - It **returns** once the message is queued: the rate cap paces it onto the wire later.
+///
+/// ``trySend(_:timestamp:)`` never waits for room: it returns false when the queue is full.
+/// Watch ``events`` for `tooLongQueuedData(enabled: true)` (slow down) and `(enabled: false)`.
+public final class OutboundDataSession: Sendable {
+    public enum Event: Sendable, Hashable {
+        /// The queueing delay crossed the on threshold (true) or fell back to the off one (false).
+        case tooLongQueuedData(enabled: Bool)
+        /// The session closed; it can send no more. Always the last event.
+        case closed(DataSessionCloseReason)
+    }
+
+    public let streamID: StreamID
+    public let subgroup: SubgroupName?
+    public let type: SessionType
+    /// Bounded: only the newest events are kept if nobody reads them; `.closed` is always last.
+    public let events: AsyncStream<Event>
+    let eventSink: AsyncStream<Event>.Continuation
+    private let engineRef: CallEngine
+
+    init(key: SessionKey, type: SessionType, engine: CallEngine) {
+        self.streamID = key.streamID
+        self.subgroup = key.subgroup
+        self.type = type
+        self.engineRef = engine
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
+    }
+
+    var key: SessionKey { SessionKey(streamID: streamID, subgroup: subgroup) }
+
+    /// Queues `bytes` with a user-defined `timestamp` that the receiver sees.
+    public func send(_ bytes: [UInt8], timestamp: UInt64 = 0) async throws(ConduitError) {
+        _ = try await engineRef.send(key, bytes: bytes, timestamp: timestamp, wait: true)
+    }
+
+    /// Queues `bytes` if the queue has room; false if it is full. Throws like ``send(_:timestamp:)``.
+    @discardableResult
+    public func trySend(_ bytes: [UInt8], timestamp: UInt64 = 0) async throws(ConduitError) -> Bool {
+        try await engineRef.send(key, bytes: bytes, timestamp: timestamp, wait: false)
+    }
+
+    /// Closes the session; the receiver's inbound session closes with `sessionEnd`.
+    public func close() async { await engineRef.closeOutbound(key) }
+
+    /// Why the session closed, or nil while open.
+    public var closeReason: DataSessionCloseReason? { get async { await engineRef.outboundCloseReason(key) } }
+}
