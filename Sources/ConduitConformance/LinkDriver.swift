@@ -1,0 +1,95 @@
+import ConduitCore
+
+/// Runs a ``CallMachine`` over a real link with a real clock: just enough driver for the suite's
+/// call-level cases, independent of the `Conduit` runtime so a transport can be checked alone.
+actor LinkDriver {
+    private(set) var machine: CallMachine
+    private let link: any TransportLink
+    private let origin = ContinuousClock.now
+    private(set) var events: [CallEvent] = []
+    private var waiters: [(condition: @Sendable ([CallEvent]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var tasks: [Task<Void, Never>] = []
+
+    init(peer: PeerID, link: any TransportLink) {
+        self.link = link
+        machine = CallMachine(localPeer: peer, configuration: CallConfiguration(fragmentSize: link.capabilities.fragmentSize, rateLimit: .unlimited))
+    }
+
+    func now() -> ConduitInstant {
+        ConduitInstant(nanoseconds: UInt64(max(0, (ContinuousClock.now - origin).nanosecondsClamped)))
+    }
+
+    func start() {
+        tasks.append(Task { await self.readLoop() })
+        tasks.append(Task { await self.tick() })
+    }
+
+    private func readLoop() async {
+        while let batch = try? await link.read() {
+            machine.handle(batch: batch, now: now())
+            collect()
+            await flush()
+        }
+        machine.linkClosed()
+        collect()
+    }
+
+    /// Keeps timers honest without a scheduler: the suite's traffic is small and unpaced.
+    private func tick() async {
+        while !Task.isCancelled, !machine.isEnded {
+            machine.handleTimeout(now: now())
+            await flush()
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func flush() async {
+        while true {
+            var batch = DatagramBatch()
+            machine.pollTransmit(now: now(), into: &batch)
+            collect()
+            guard !batch.isEmpty else { return }
+            do { try await link.write(batch) } catch { return }
+        }
+    }
+
+    private func collect() {
+        while let event = machine.pollEvent() { events.append(event) }
+        let snapshot = events
+        waiters.removeAll { waiter in
+            guard waiter.condition(snapshot) else { return false }
+            waiter.continuation.resume(returning: true)
+            return true
+        }
+    }
+
+    /// Waits until `condition` holds for the events so far; false after `timeout`.
+    func wait(timeout: Duration = .seconds(10), until condition: @escaping @Sendable ([CallEvent]) -> Bool) async -> Bool {
+        if condition(events) { return true }
+        let id = waiters.count
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { waiters.append((condition, $0)) }
+    }
+
+    private func expire(_ index: Int) {
+        // Expire every waiter whose time ran out; they are few and short-lived.
+        for waiter in waiters { waiter.continuation.resume(returning: waiter.condition(events)) }
+        waiters.removeAll()
+    }
+
+    func perform<R: Sendable>(_ body: (inout CallMachine, ConduitInstant) -> R) async -> R {
+        let result = body(&machine, now())
+        collect()
+        await flush()
+        return result
+    }
+
+    func stop() async {
+        for task in tasks { task.cancel() }
+        await link.close()
+    }
+}
