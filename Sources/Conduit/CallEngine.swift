@@ -156,6 +156,10 @@ actor CallEngine {
         timer?.cancel()
         await link.close()
         wakeSink.finish()
+        // Sessions hold the engine; forgetting them here breaks the cycle so an ended call is freed.
+        // Their final events were dispatched when the machine ended.
+        outboundSessions.removeAll()
+        inboundSessions.removeAll()
         for waiter in closedWaiters { waiter.resume() }
         closedWaiters.removeAll()
     }
@@ -202,8 +206,9 @@ actor CallEngine {
     }
 
     private func deliver(_ event: InboundDataSession.Event, to session: InboundDataSession) {
-        // Keep order: once anything overflowed, everything after it queues behind it.
-        if overflow.isEmpty, session.events.trySend(event) {
+        // Keep order: once anything overflowed, everything after it queues behind it (including
+        // the delivery the drainer is handing over right now).
+        if !isDraining, overflow.isEmpty, session.events.trySend(event) {
             if case .closed = event { session.events.finish() }
             return
         }
