@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
         .executable(name: "conduit", targets: ["conduit"]),
+        .plugin(name: "StreamCatalogPlugin", targets: ["StreamCatalogPlugin"]),
+        .plugin(name: "StreamCatalogCommand", targets: ["StreamCatalogCommand"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -54,7 +56,27 @@ let package = Package(
                 "Conduit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strictSettings,
+            plugins: ["StreamCatalogPlugin"]
+        ),
+        // The stream catalog: IDs fixed at design time, checked at build time.
+        .target(name: "ConduitStreamCatalog", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "conduit-stream-catalog",
+            dependencies: ["ConduitStreamCatalog"],
             swiftSettings: strictSettings
+        ),
+        .plugin(
+            name: "StreamCatalogPlugin",
+            capability: .buildTool(),
+            dependencies: ["conduit-stream-catalog"]
+        ),
+        .plugin(
+            name: "StreamCatalogCommand",
+            capability: .command(
+                intent: .custom(verb: "stream-catalog", description: "Lint or print the *.streams catalogs of this package")
+            ),
+            dependencies: ["conduit-stream-catalog"]
         ),
         .testTarget(
             name: "ConduitCoreTests",
@@ -64,6 +86,11 @@ let package = Package(
         .testTarget(
             name: "ConduitLoopbackTests",
             dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitStreamCatalogTests",
+            dependencies: ["ConduitStreamCatalog"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -5,12 +5,13 @@ struct DemoScenario {
     let runtime: ConduitRuntime
     let transcript = Transcript()
 
-    static let chat: StreamID = 100          // reliable-message: chat lines
-    static let cursor: StreamID = 101        // unreliable-message: cursor positions
-    static let filePiece: StreamID = 102     // reliable-bytes: a file, in fragments
-    static let gameState: StreamID = 103     // unreliable-bytes: state snapshots
-    static let legacy: StreamID = 104        // Bob does not support this one
-    static let whiteboard: StreamID = 105    // reliable-message, bursty: shows the rate cap
+    // From demo.streams, through the stream catalog plugin.
+    static let chat = Demo.chat.streamID
+    static let cursor = Demo.cursor.streamID
+    static let filePiece = Demo.filePiece.streamID
+    static let gameState = Demo.gameState.streamID
+    static let legacy = Demo.legacy.streamID
+    static let whiteboard = Demo.whiteboard.streamID
 
     func run() async throws -> [String] {
         var failures: [String] = []
@@ -36,12 +37,12 @@ struct DemoScenario {
             check(false, "inbound 999 without an incoming event was accepted")
         } catch { await report(error, expect: .notIncoming, "make inbound stream 999 before any incoming event", &failures) }
 
-        let chat = try await alice.makeOutboundDataSession(streamID: Self.chat, type: .reliableMessage)
-        let cursor = try await alice.makeOutboundDataSession(streamID: Self.cursor, type: .unreliableMessage)
-        let file = try await alice.makeOutboundDataSession(streamID: Self.filePiece, type: .reliableBytes)
-        let game = try await alice.makeOutboundDataSession(streamID: Self.gameState, type: .unreliableBytes)
-        let legacy = try await alice.makeOutboundDataSession(streamID: Self.legacy, type: .reliableMessage)
-        await transcript.say("alice", "made outbound sessions 100 reliable-message, 101 unreliable-message, 102 reliable-bytes, 103 unreliable-bytes, 104 reliable-message")
+        let chat = try await alice.makeOutboundDataSession(streamID: Demo.chat.streamID, type: Demo.chat.type)
+        let cursor = try await alice.makeOutboundDataSession(streamID: Demo.cursor.streamID, type: Demo.cursor.type)
+        let file = try await alice.makeOutboundDataSession(streamID: Demo.filePiece.streamID, type: Demo.filePiece.type)
+        let game = try await alice.makeOutboundDataSession(streamID: Demo.gameState.streamID, type: Demo.gameState.type)
+        let legacy = try await alice.makeOutboundDataSession(streamID: Demo.legacy.streamID, type: Demo.legacy.type)
+        await transcript.say("alice", "made outbound sessions \(Demo.all.dropLast().map(\.description).joined(separator: ", "))")
         do {
             _ = try await alice.makeOutboundDataSession(streamID: Self.chat, type: .reliableMessage)
             check(false, "a second session on stream 100 was accepted")
@@ -80,7 +81,7 @@ struct DemoScenario {
         }
 
         // The rate cap: a burst on the whiteboard stream queues behind 2 Mbit/s.
-        let board = try await alice.makeOutboundDataSession(streamID: Self.whiteboard, type: .reliableMessage)
+        let board = try await alice.makeOutboundDataSession(streamID: Demo.whiteboard.streamID, type: Demo.whiteboard.type)
         let boardEvents = Task { () -> [Bool] in
             var seen: [Bool] = []
             for await event in board.events {
