@@ -53,7 +53,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
     /// Sets one key from its textual value; the one place every source goes through.
     public mutating func set(_ key: String, to value: String) throws(ConduitError) {
         func int(_ range: ClosedRange<Int>) throws(ConduitError) -> Int {
-            guard let number = Int(value), range.contains(number) else {
+            guard value.allSatisfy({ ("0"..."9").contains($0) }), let number = Int(value), range.contains(number) else {
                 throw ConduitError(.invalidConfiguration, "\(key)=\(value): expected an integer in \(range)")
             }
             return number

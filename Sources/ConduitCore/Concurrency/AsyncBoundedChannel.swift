@@ -101,20 +101,21 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
 
     /// The next element, or nil once finished and drained (or if the consumer is cancelled).
     public func next() async -> Element? {
-        if let ready = takeBuffered() { return ready.element }
+        let (ready, released) = state.withLock { Self.pop(&$0, capacity: capacity) }
+        for waiter in released { waiter.continuation.resume() }
+        if let ready { return ready }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
-                let result: (Element?, done: Bool) = state.withLock { state in
-                    if let first = state.buffer.popFirst() {
-                        state.weight -= first.weight
-                        return (first.element, true)
-                    }
-                    if state.finished || Task.isCancelled { return (nil, true) }
+                let (element, released, done): (Element?, [Waiter], Bool) = state.withLock { state in
+                    let (element, released) = Self.pop(&state, capacity: capacity)
+                    if element != nil { return (element, released, true) }
+                    if state.finished || Task.isCancelled { return (nil, [], true) }
                     precondition(state.consumer == nil, "AsyncBoundedChannel has a single consumer")
                     state.consumer = continuation
-                    return (nil, false)
+                    return (nil, [], false)
                 }
-                if result.done { continuation.resume(returning: result.0) }
+                for waiter in released { waiter.continuation.resume() }
+                if done { continuation.resume(returning: element) }
             }
         } onCancel: {
             let consumer = state.withLock { state -> CheckedContinuation<Element?, Never>? in
@@ -125,16 +126,14 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         }
     }
 
-    private func takeBuffered() -> (element: Element, weight: Int)? {
-        let (first, released): ((element: Element, weight: Int)?, [Waiter]) = state.withLock { state in
-            guard let first = state.buffer.popFirst() else { return (nil, []) }
-            state.weight -= first.weight
-            guard state.weight <= capacity, !state.producers.isEmpty else { return (first, []) }
-            defer { state.producers.removeAll() }
-            return (first, state.producers)
-        }
-        for waiter in released { waiter.continuation.resume() }
-        return first
+    /// Takes the first buffered element; once the weight is back within capacity, hands back the
+    /// producers to wake (every path that removes an element must wake them, or they hang).
+    private static func pop(_ state: inout State, capacity: Int) -> (Element?, [Waiter]) {
+        guard let first = state.buffer.popFirst() else { return (nil, []) }
+        state.weight -= first.weight
+        guard state.weight <= capacity, !state.producers.isEmpty else { return (first.element, []) }
+        defer { state.producers.removeAll() }
+        return (first.element, state.producers)
     }
 
     /// Ends the channel. Waiting producers resume; the consumer drains what is buffered, then nil.

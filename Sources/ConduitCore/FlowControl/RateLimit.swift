@@ -21,7 +21,7 @@ public enum RateLimit: Hashable, Sendable, CustomStringConvertible {
             scale = factor
             break
         }
-        guard let value = Int(digits), value > 0, value <= Int.max / scale else {
+        guard digits.allSatisfy(\.isASCIIDigit), let value = Int(digits), value > 0, value <= Int.max / scale else {
             throw ConduitError(.invalidConfiguration, "rate '\(text)' is not a positive bit rate (e.g. 2000000, 2mbps, unlimited)")
         }
         self = .bitsPerSecond(value * scale)

@@ -47,7 +47,7 @@ public struct FragmentAggregator: Sendable {
     /// Fragments that contradict the send they belong to are counted and ignored.
     public mutating func add(_ fragment: ReceivedFragment, now: ConduitInstant = .zero) -> (bytes: [UInt8], timestamp: UInt64)? {
         guard fragment.fragmentSize > 0, fragment.fragmentSize <= Int(UInt16.max),
-            fragment.totalLength <= sessionType.maxSendSize, fragment.offset >= 0
+            fragment.totalLength >= 0, fragment.totalLength <= sessionType.maxSendSize, fragment.offset >= 0
         else {
             return nil
         }

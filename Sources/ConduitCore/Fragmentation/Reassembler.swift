@@ -26,7 +26,8 @@ public struct Reassembler: Sendable {
 
     public struct Statistics: Sendable, Hashable {
         public var completedMessages = 0
-        /// Fragments already received for their message (counted, then ignored).
+        /// Fragments already received for their message, or for a message already delivered
+        /// (counted, then ignored).
         public var duplicateFragments = 0
         /// Fragments whose size or count disagreed with earlier fragments of the same message.
         public var inconsistentFragments = 0
@@ -81,6 +82,15 @@ public struct Reassembler: Sendable {
     public var configuration: Configuration
     public private(set) var statistics = Statistics()
     @usableFromInline var entries: [Key: Entry] = [:]
+    /// Recently delivered message IDs per stream, so late duplicates are not delivered twice.
+    /// At most ``maxTrackedStreams`` streams are remembered (512 bytes each).
+    var delivered: [StreamKey: CompletedMessageWindow] = [:]
+    public static let maxTrackedStreams = 2048
+
+    struct StreamKey: Hashable, Sendable {
+        var streamID: StreamID
+        var subgroupID: UInt16
+    }
     /// Bytes reserved by incomplete messages, at their claimed size.
     public private(set) var bufferedBytes = 0
 
@@ -99,9 +109,15 @@ public struct Reassembler: Sendable {
         if let index = entries.index(forKey: key) {
             return add(header, payload: payload, at: index, key: key)
         }
+        let stream = StreamKey(streamID: key.streamID, subgroupID: key.subgroupID)
+        if delivered[stream]?.contains(key.messageID) == true {
+            statistics.duplicateFragments += 1
+            return .dropped
+        }
         // Fast path: the whole message is in this frame.
         if header.fragmentCount == 1 {
             statistics.completedMessages += 1
+            markDelivered(stream, key.messageID)
             return .complete(Message(key: key, sessionType: header.sessionType, timestamp: header.timestamp, bytes: Array(payload)))
         }
         guard makeRoom(for: total, sessionType: header.sessionType) else {
@@ -161,7 +177,15 @@ public struct Reassembler: Sendable {
         bufferedBytes -= entry.totalLength
         entry.buffer.removeLast(entry.buffer.count - entry.totalLength)  // drop the bitmap, in place
         statistics.completedMessages += 1
+        markDelivered(StreamKey(streamID: key.streamID, subgroupID: key.subgroupID), key.messageID)
         return .complete(Message(key: key, sessionType: entry.sessionType, timestamp: entry.timestamp, bytes: entry.buffer))
+    }
+
+    mutating func markDelivered(_ stream: StreamKey, _ messageID: UInt32) {
+        if delivered[stream] == nil, delivered.count >= Self.maxTrackedStreams {
+            delivered.remove(at: delivered.startIndex)  // bounded memory beats perfect memory
+        }
+        delivered[stream, default: CompletedMessageWindow()].insert(messageID)
     }
 
     /// Makes room for a new message of `size` bytes, evicting the oldest incomplete *unreliable*
@@ -200,8 +224,9 @@ public struct Reassembler: Sendable {
         return expired.count
     }
 
-    /// Forgets every message in progress on one stream (the session closed).
+    /// Forgets every message in progress on one stream, and what it delivered (the session closed).
     public mutating func discard(streamID: StreamID, subgroupID: UInt16) {
+        delivered[StreamKey(streamID: streamID, subgroupID: subgroupID)] = nil
         for (key, entry) in entries where key.streamID == streamID && key.subgroupID == subgroupID {
             entries.removeValue(forKey: key)
             bufferedBytes -= entry.totalLength

@@ -50,6 +50,8 @@ public struct CallStatistics: Sendable, Hashable {
     public var droppedPendingOverflow = 0
     /// Frames that arrived before the handshake or after the call ended.
     public var droppedOutOfState = 0
+    /// Frames naming a subgroup ID the peer never announced (or past the subgroup cap).
+    public var droppedUnknownSubgroup = 0
     /// Data for an inbound session the app already closed or that the sender closed.
     public var droppedClosedSession = 0
     public var messagesDelivered = 0

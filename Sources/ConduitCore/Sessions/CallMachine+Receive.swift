@@ -58,12 +58,37 @@ extension CallMachine {
         case .hello:
             break
         case .sessionOpen(let streamID, let subgroupID, let subgroup, let type):
-            if subgroupID != 0, let subgroup { remoteSubgroups[subgroupID] = subgroup }
-            announce(SessionKey(streamID: streamID, subgroup: subgroup), type: type)
+            // A subgroup ID names one subgroup, and the main room is 0 and has no name.
+            guard (subgroupID == 0) == (subgroup == nil) else {
+                statistics.malformedDatagrams += 1
+                return
+            }
+            if subgroupID != 0, let subgroup, remoteSubgroups[subgroupID] != subgroup {
+                guard remoteSubgroups[subgroupID] == nil, remoteSubgroups.count < Self.maxRemoteSubgroups else {
+                    statistics.droppedUnknownSubgroup += 1
+                    return
+                }
+                remoteSubgroups[subgroupID] = subgroup
+            }
+            let key = SessionKey(streamID: streamID, subgroup: subgroup)
+            if locallyUnsupported.contains(key) {
+                // Declined before the sender opened it: tell the sender now.
+                controlOut.append(ControlFrame.sessionUnsupported(streamID: streamID, subgroupID: subgroupID).encoded)
+                return
+            }
+            announce(key, type: type)
         case .sessionUnsupported(let streamID, let subgroupID):
-            let key = SessionKey(streamID: streamID, subgroup: localSubgroupIDs.first(where: { $0.value == subgroupID })?.key)
-            closeOutbound(key, reason: .unsupported)
+            let subgroup = localSubgroupIDs.first(where: { $0.value == subgroupID })?.key
+            guard subgroupID == 0 || subgroup != nil else {
+                statistics.droppedUnknownSubgroup += 1
+                return
+            }
+            closeOutbound(SessionKey(streamID: streamID, subgroup: subgroup), reason: .unsupported)
         case .sessionClose(let streamID, let subgroupID, let reason):
+            guard subgroupID == 0 || remoteSubgroups[subgroupID] != nil else {
+                statistics.droppedUnknownSubgroup += 1
+                return
+            }
             let key = SessionKey(streamID: streamID, subgroup: remoteSubgroups[subgroupID])
             reassembler.discard(streamID: streamID, subgroupID: subgroupID)
             guard var session = inbound[key], session.closeReason == nil else { return }
@@ -88,7 +113,12 @@ extension CallMachine {
             statistics.droppedOutOfState += 1
             return
         }
-        let key = SessionKey(streamID: header.streamID, subgroup: remoteSubgroups[header.subgroupID])
+        let subgroup = remoteSubgroups[header.subgroupID]
+        guard header.subgroupID == 0 || subgroup != nil else {
+            statistics.droppedUnknownSubgroup += 1
+            return
+        }
+        let key = SessionKey(streamID: header.streamID, subgroup: subgroup)
         if locallyUnsupported.contains(key) {
             statistics.droppedUnsupported += 1
             return

@@ -5,6 +5,7 @@ extension CallMachine {
     @discardableResult
     public mutating func pollTransmit(now: ConduitInstant, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024) -> Int {
         let before = batch.count
+        defer { statistics.framesSent += batch.count - before }
         while let frame = controlOut.first, batch.byteCount + frame.count <= maxBytes || batch.isEmpty {
             batch.append(frame)
             controlOut.removeFirst()
@@ -23,7 +24,6 @@ extension CallMachine {
             }
         }
         for key in outboundOrder where outbound[key]!.isOpen { updateDelay(key, now: now) }
-        statistics.framesSent += batch.count - before
         return batch.count - before
     }
 

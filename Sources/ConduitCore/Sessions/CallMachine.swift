@@ -32,6 +32,8 @@ public struct CallMachine: Sendable {
     var events = Deque<CallEvent>()
     var localSubgroupIDs: [SubgroupName: UInt16] = [:]
     var remoteSubgroups: [UInt16: SubgroupName] = [:]
+    /// Subgroups a peer may announce; past this, its frames for new ones are dropped and counted.
+    public static let maxRemoteSubgroups = 256
 
     public init(localPeer: PeerID, configuration: CallConfiguration = .init()) {
         precondition(configuration.fragmentSize > 0 && configuration.fragmentSize <= Int(UInt16.max), "fragment size must be 1...65535")
@@ -160,9 +162,12 @@ public struct CallMachine: Sendable {
         if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
             events.append(.inboundClosed(key, .unsupported))
         }
-        reassembler.discard(streamID: key.streamID, subgroupID: remoteSubgroupID(for: key.subgroup))
+        // A subgroup the peer has not announced has no wire ID yet: remember the refusal and
+        // answer the peer's open when it comes (see `handleControl`).
+        guard let subgroupID = remoteSubgroupID(for: key.subgroup) else { return }
+        reassembler.discard(streamID: key.streamID, subgroupID: subgroupID)
         if !isEnded {
-            controlOut.append(ControlFrame.sessionUnsupported(streamID: key.streamID, subgroupID: remoteSubgroupID(for: key.subgroup)).encoded)
+            controlOut.append(ControlFrame.sessionUnsupported(streamID: key.streamID, subgroupID: subgroupID).encoded)
         }
     }
 
@@ -202,8 +207,9 @@ public struct CallMachine: Sendable {
         return id
     }
 
-    func remoteSubgroupID(for name: SubgroupName?) -> UInt16 {
+    /// The peer's wire ID for a subgroup: 0 for the main room, nil if the peer never announced it.
+    func remoteSubgroupID(for name: SubgroupName?) -> UInt16? {
         guard let name else { return 0 }
-        return remoteSubgroups.first(where: { $0.value == name })?.key ?? 0
+        return remoteSubgroups.first(where: { $0.value == name })?.key
     }
 }

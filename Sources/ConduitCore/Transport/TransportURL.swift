@@ -65,7 +65,9 @@ public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
         guard !host.isEmpty else { throw bad("missing host or name") }
         var port: Int?
         if let portText {
-            guard let value = Int(portText), (0...65535).contains(value) else { throw bad("port '\(portText)' is not 0...65535") }
+            guard portText.allSatisfy(\.isASCIIDigit), let value = Int(portText), (0...65535).contains(value) else {
+                throw bad("port '\(portText)' is not 0...65535")
+            }
             port = value
         }
         self.init(scheme: scheme, host: String(host), port: port, path: path, query: query)
@@ -78,7 +80,8 @@ public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
     /// An integer query option, or `defaultValue`, or a typed error if present but malformed.
     public func intOption(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConduitError) -> Int {
         guard let text = query[key] else { return defaultValue }
-        guard let value = Int(text), range.contains(value) else {
+        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit), let value = Int(text), range.contains(value) else {
             throw ConduitError(.invalidConfiguration, "option \(key)=\(text) in \(self) must be an integer in \(range)")
         }
         return value
@@ -93,4 +96,9 @@ public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
         }
         return text
     }
+}
+
+extension Character {
+    /// `0`...`9` only (`Int("+5")` parses, and configuration should not).
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }

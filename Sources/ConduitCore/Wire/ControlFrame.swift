@@ -89,6 +89,14 @@ public enum ControlFrame: Hashable, Sendable {
         let body = UnsafeRawBufferPointer(rebasing: datagram[headerSize...])
         let rawStream = datagram.readU16(2)
         let subgroupID = datagram.readU16(6)
+        // Header fields a control type does not use must be zero (strict, so they stay free for later versions).
+        let usesStream = type == .sessionOpen || type == .sessionUnsupported || type == .sessionClose
+        let usesType = type == .sessionOpen
+        let usesReason = type == .sessionClose
+        guard (usesStream || (rawStream == 0 && subgroupID == 0)),
+            usesType || datagram.readU8(4) == 0,
+            usesReason || datagram.readU8(5) == 0
+        else { throw .reservedBitsSet }
 
         func streamID() throws(WireError) -> StreamID {
             let id = StreamID(Int(rawStream))
