@@ -28,9 +28,16 @@ actor CallEngine {
 
     private let wakeups: AsyncStream<Void>
     private let wakeSink: AsyncStream<Void>.Continuation
-    private var timer: Task<Void, Never>?
-    private var timerDeadline: ConduitInstant?
+    private var timers: [TimerKind: (task: Task<Void, Never>, deadline: ConduitInstant)] = [:]
     private var tasks: [Task<Void, Never>] = []
+
+    private enum TimerKind {
+        /// Wakes the pump when a paced session may release its next frame.
+        case transmit
+        /// Runs the machine's timeouts (reassembly expiry, queue-delay checks) on its own, so they
+        /// fire even while the pump is blocked in a write: that is when `tooLongQueuedData` matters.
+        case timeout
+    }
 
     init(localPeer: PeerID, link: any TransportLink, configuration: ConduitConfiguration) {
         self.link = link
@@ -108,10 +115,6 @@ actor CallEngine {
 
     private func pumpLoop() async {
         for await _ in wakeups {
-            if let deadline = timerDeadline, deadline <= now() {
-                timerDeadline = nil
-                machine.handleTimeout(now: now())
-            }
             while true {
                 var batch = DatagramBatch(reservingBytes: 16 * 1024, datagrams: 16)
                 machine.pollTransmit(now: now(), into: &batch, maxBytes: 256 * 1024)
@@ -127,33 +130,55 @@ actor CallEngine {
                 await closeLink()
                 break
             }
-            schedule(machine.nextDeadline(now: now()))
+            scheduleTimers()
         }
     }
 
     private func wake() { wakeSink.yield() }
 
-    private func schedule(_ deadline: ConduitInstant?) {
-        guard let deadline else { return }
-        if let current = timerDeadline, current <= deadline, timer != nil { return }
-        timer?.cancel()
-        timerDeadline = deadline
+    private func scheduleTimers() {
+        guard !linkIsClosed else { return }
+        let current = now()
+        if let due = machine.nextTransmit(now: current) {
+            // Already due (time passed since the last poll): go round again rather than sleep.
+            if due > current { arm(.transmit, at: due) } else { wake() }
+        }
+        if let due = machine.nextTimeout() { arm(.timeout, at: due) }
+    }
+
+    /// Arms a timer for `deadline` unless it is already armed for that time or earlier.
+    private func arm(_ kind: TimerKind, at deadline: ConduitInstant) {
+        if let armed = timers[kind], armed.deadline <= deadline { return }
+        timers[kind]?.task.cancel()
         let delay = deadline - now()
-        timer = Task {
+        let task = Task {
             try? await Task.sleep(for: delay)
-            if !Task.isCancelled { self.timerFired() }
+            guard !Task.isCancelled else { return }
+            self.fired(kind)
+        }
+        timers[kind] = (task, deadline)
+    }
+
+    private func fired(_ kind: TimerKind) {
+        timers[kind] = nil
+        switch kind {
+        case .transmit: wake()
+        case .timeout: timeoutFired()
         }
     }
 
-    private func timerFired() {
-        timer = nil
+    private func timeoutFired() {
+        machine.handleTimeout(now: now())
+        dispatchEvents()
         wake()
+        scheduleTimers()
     }
 
     private func closeLink() async {
         guard !linkIsClosed else { return }
         linkIsClosed = true
-        timer?.cancel()
+        for timer in timers.values { timer.task.cancel() }
+        timers.removeAll()
         await link.close()
         wakeSink.finish()
         // Sessions hold the engine; forgetting them here breaks the cycle so an ended call is freed.
@@ -295,11 +320,13 @@ actor CallEngine {
             case .queued:
                 dispatchEvents()
                 wake()
+                scheduleTimers()
                 return true
             case .failed(let error):
                 throw error
             case .queueFull:
                 dispatchEvents()
+                scheduleTimers()
                 guard wait else { return false }
                 await withCheckedContinuation { sendWaiters[key, default: []].append($0) }
             }

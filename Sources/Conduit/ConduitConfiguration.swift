@@ -60,7 +60,9 @@ public struct ConduitConfiguration: Sendable, Hashable {
         }
         switch key {
         case "transport":
-            _ = try TransportURL(parsing: value)
+            do { _ = try TransportURL(parsing: value) } catch {
+                throw ConduitError(.invalidConfiguration, "transport: \(error.message)")
+            }
             transport = value
         case "rateLimit": rateLimit = try RateLimit(parsing: value)
         case "maxQueuedBytesPerSession": maxQueuedBytesPerSession = try int(1...(1 << 34))
@@ -92,26 +94,32 @@ public struct ConduitConfiguration: Sendable, Hashable {
     }
 
     /// Applies every `CONDUIT_*` variable of `environment` that names a key. Unknown `CONDUIT_`
-    /// variables are an error, so a typo does not pass silently.
+    /// variables are an error, so a typo does not pass silently. All or nothing: on an error the
+    /// configuration is unchanged.
     public mutating func apply(environment: [String: String]) throws(ConduitError) {
         let byName = Dictionary(uniqueKeysWithValues: Self.keys.map { (Self.environmentName(for: $0), $0) })
+        var updated = self
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("CONDUIT_") {
             guard let key = byName[name] else {
                 throw ConduitError(.invalidConfiguration, "unknown environment variable \(name) (known: \(byName.keys.sorted().joined(separator: ", ")))")
             }
-            try set(key, to: value)
+            try updated.set(key, to: value)
         }
-        try validate()
+        try updated.validate()
+        self = updated
     }
 
     /// Applies a JSON object whose keys are configuration keys (numbers, booleans or strings).
+    /// All or nothing: on an error the configuration is unchanged.
     public mutating func apply(json: [UInt8]) throws(ConduitError) {
         let object: [String: JSONScalar]
         do { object = try JSONDecoder().decode([String: JSONScalar].self, from: Data(json)) } catch {
             throw ConduitError(.invalidConfiguration, "configuration must be a JSON object of strings, numbers and booleans (\(error))")
         }
-        for (key, value) in object.sorted(by: { $0.key < $1.key }) { try set(key, to: value.text) }
-        try validate()
+        var updated = self
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) { try updated.set(key, to: value.text) }
+        try updated.validate()
+        self = updated
     }
 
     /// Loads a JSON configuration file over the defaults.

@@ -12,6 +12,11 @@ public final class InboundDataSession: Sendable {
         public var bytes: [UInt8]
         /// The sender's user-defined timestamp.
         public var timestamp: UInt64
+
+        public init(bytes: [UInt8], timestamp: UInt64) {
+            self.bytes = bytes
+            self.timestamp = timestamp
+        }
     }
 
     public enum Event: Sendable, Hashable {

@@ -49,7 +49,11 @@ public final class OutboundDataSession: Sendable {
         try await engineRef.send(key, bytes: bytes, timestamp: timestamp, wait: false)
     }
 
-    /// Closes the session; the receiver's inbound session closes with `sessionEnd`.
+    /// Closes the session gracefully, like `RTCDataChannel.close()`: sends are refused from now on
+    /// (`sessionClosed`, reason `sessionEnd`), messages already accepted are still delivered, and
+    /// then the receiver's inbound session closes with `sessionEnd`. ``events`` ends with
+    /// `.closed(.sessionEnd)` once that has happened. (Hanging up the call, by contrast, discards
+    /// whatever is still queued.)
     public func close() async { await engineRef.closeOutbound(key) }
 
     /// Why the session closed, or nil while open.

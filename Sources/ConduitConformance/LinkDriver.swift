@@ -7,7 +7,8 @@ actor LinkDriver {
     private let link: any TransportLink
     private let origin = ContinuousClock.now
     private(set) var events: [CallEvent] = []
-    private var waiters: [(condition: @Sendable ([CallEvent]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var waiters: [(id: Int, condition: @Sendable ([CallEvent]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var nextWaiterID = 0
     private var tasks: [Task<Void, Never>] = []
 
     init(peer: PeerID, link: any TransportLink) {
@@ -64,21 +65,23 @@ actor LinkDriver {
     }
 
     /// Waits until `condition` holds for the events so far; false after `timeout`.
-    func wait(timeout: Duration = .seconds(10), until condition: @escaping @Sendable ([CallEvent]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = .seconds(20), until condition: @escaping @Sendable ([CallEvent]) -> Bool) async -> Bool {
         if condition(events) { return true }
-        let id = waiters.count
+        nextWaiterID += 1
+        let id = nextWaiterID
         let timer = Task {
             try? await Task.sleep(for: timeout)
-            self.expire(id)
+            if !Task.isCancelled { self.expire(id) }
         }
         defer { timer.cancel() }
-        return await withCheckedContinuation { waiters.append((condition, $0)) }
+        return await withCheckedContinuation { waiters.append((id, condition, $0)) }
     }
 
-    private func expire(_ index: Int) {
-        // Expire every waiter whose time ran out; they are few and short-lived.
-        for waiter in waiters { waiter.continuation.resume(returning: waiter.condition(events)) }
-        waiters.removeAll()
+    /// Ends one waiter whose time ran out, with whatever its condition says now.
+    private func expire(_ id: Int) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = waiters.remove(at: index)
+        waiter.continuation.resume(returning: waiter.condition(events))
     }
 
     func perform<R: Sendable>(_ body: (inout CallMachine, ConduitInstant) -> R) async -> R {

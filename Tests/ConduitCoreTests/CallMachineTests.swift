@@ -523,14 +523,33 @@ struct CallMachineClosingTests {
         #expect(harness.takeEventsB() == [])
     }
 
-    @Test("closeOutbound discards what is still queued")
-    func closeDiscardsQueue() {
+    @Test("closeOutbound is graceful: queued messages go out first, then the close; new sends are refused")
+    func closeDrainsQueue() {
+        var harness = CallHarness.connected(a: CallConfiguration(rateLimit: .unlimited))
+        harness.open(mainStream, .reliableMessage)
+        harness.send(mainStream, [1, 2, 3], timestamp: 1)
+        harness.send(mainStream, Array(repeating: 9, count: 5_000), timestamp: 2)
+        harness.a.closeOutbound(mainStream)
+        #expect(harness.a.enqueue(mainStream, bytes: [4], timestamp: 3, now: harness.now) == .failed(.closed(.sessionEnd)))
+        #expect(harness.takeEventsA() == [])
+        harness.pump()
+        #expect(harness.takeEventsB() == [
+            .received(mainStream, .message(bytes: [1, 2, 3], timestamp: 1)),
+            .received(mainStream, .message(bytes: Array(repeating: 9, count: 5_000), timestamp: 2)),
+            .inboundClosed(mainStream, .sessionEnd),
+        ])
+        #expect(harness.takeEventsA() == [.outboundClosed(mainStream, .sessionEnd)])
+        #expect(harness.a.statistics.messagesSent == 2)
+    }
+
+    @Test("hanging up discards what is still queued")
+    func hangUpDiscardsQueue() {
         var harness = CallHarness.connected()
         harness.open(mainStream, .reliableMessage)
         harness.send(mainStream, [1, 2, 3], timestamp: 1)
-        harness.a.closeOutbound(mainStream)
+        harness.a.hangUp()
         harness.pump()
-        #expect(harness.takeEventsB() == [.inboundClosed(mainStream, .sessionEnd)])
+        #expect(harness.takeEventsB() == [.inboundClosed(mainStream, .sessionEnd), .disconnected(.remoteHangUp)])
         #expect(harness.a.statistics.messagesSent == 0)
     }
 
@@ -690,9 +709,13 @@ struct CallMachinePacingTests {
         // One send is always admitted into an empty queue, however large.
         #expect(harness.a.enqueue(mainStream, bytes: Array(repeating: 4, count: 100_000), timestamp: 4, now: harness.now) == .queued(messageID: 3))
         #expect(harness.a.enqueue(mainStream, bytes: [5], timestamp: 5, now: harness.now) == .queueFull)
-        // Closing wakes the waiting sender too.
+        // Closing wakes the waiting sender at once (its retry is refused), and completes after the drain.
         harness.a.closeOutbound(mainStream)
-        #expect(harness.takeEventsA() == [.outboundClosed(mainStream, .sessionEnd), .sendQueueHasRoom(mainStream)])
+        #expect(harness.takeEventsA() == [.sendQueueHasRoom(mainStream)])
+        #expect(harness.a.enqueue(mainStream, bytes: [5], timestamp: 5, now: harness.now) == .failed(.closed(.sessionEnd)))
+        harness.pump()
+        #expect(harness.takeEventsA() == [.outboundClosed(mainStream, .sessionEnd)])
+        #expect(harness.takeEventsB().deliveries.map(\.timestamp) == [4])
     }
 }
 

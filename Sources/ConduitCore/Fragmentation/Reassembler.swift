@@ -146,33 +146,31 @@ public struct Reassembler: Sendable {
 
     @usableFromInline
     mutating func add(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, at index: Dictionary<Key, Entry>.Index, key: Key) -> Outcome {
-        let complete: Bool = {
-            // `values[index]` is modified in place: the buffer stays uniquely referenced, no copy.
-            let fragment = header.fragmentIndex
-            let entry = entries.values[index]
-            guard Int(header.totalLength) == entry.totalLength, Int(header.fragmentSize) == entry.fragmentSize,
-                header.sessionType == entry.sessionType
-            else {
-                statistics.inconsistentFragments += 1
-                return false
-            }
-            let total = entry.totalLength
-            let isNew = entries.values[index].buffer.withUnsafeMutableBytes { raw -> Bool in
-                let byte = total + fragment >> 3
-                let bit = UInt8(1) << UInt8(fragment & 7)
-                guard raw[byte] & bit == 0 else { return false }
-                raw[byte] |= bit
-                UnsafeMutableRawBufferPointer(rebasing: raw[Int(header.fragmentOffset)...]).copyMemory(from: payload)
-                return true
-            }
-            guard isNew else {
-                statistics.duplicateFragments += 1
-                return false
-            }
-            entries.values[index].receivedFragments += 1
-            return entries.values[index].receivedFragments == entry.fragmentCount
-        }()
-        guard complete else { return .incomplete }
+        // Read the entry's fields one by one: binding the whole entry to a local would hold a
+        // second reference to its buffer and make the write below copy the message each time.
+        let total = entries.values[index].totalLength
+        guard Int(header.totalLength) == total, Int(header.fragmentSize) == entries.values[index].fragmentSize,
+            header.sessionType == entries.values[index].sessionType
+        else {
+            statistics.inconsistentFragments += 1
+            return .incomplete
+        }
+        let fragment = header.fragmentIndex
+        // `values[index]` is modified in place: the buffer stays uniquely referenced, no copy.
+        let isNew = entries.values[index].buffer.withUnsafeMutableBytes { raw -> Bool in
+            let byte = total + fragment >> 3
+            let bit = UInt8(1) << UInt8(fragment & 7)
+            guard raw[byte] & bit == 0 else { return false }
+            raw[byte] |= bit
+            UnsafeMutableRawBufferPointer(rebasing: raw[Int(header.fragmentOffset)...]).copyMemory(from: payload)
+            return true
+        }
+        guard isNew else {
+            statistics.duplicateFragments += 1
+            return .incomplete
+        }
+        entries.values[index].receivedFragments += 1
+        guard entries.values[index].receivedFragments == entries.values[index].fragmentCount else { return .incomplete }
         var entry = entries.remove(at: index).value
         bufferedBytes -= entry.totalLength
         entry.buffer.removeLast(entry.buffer.count - entry.totalLength)  // drop the bitmap, in place

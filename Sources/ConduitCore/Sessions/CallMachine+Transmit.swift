@@ -46,6 +46,10 @@ extension CallMachine {
         if outbound[key]!.queue[0].fragmenter.isFinished {
             outbound[key]!.queue.removeFirst()
             statistics.messagesSent += 1
+            if outbound[key]!.isClosing, outbound[key]!.queue.isEmpty {
+                finishClosing(key)
+                return true
+            }
             if outbound[key]!.senderIsWaiting, outbound[key]!.queuedBytes < configuration.maxQueuedBytesPerSession {
                 outbound[key]!.senderIsWaiting = false
                 events.append(.sendQueueHasRoom(key))
@@ -64,22 +68,38 @@ extension CallMachine {
     /// True if there is anything to transmit right now.
     public func hasPendingControl() -> Bool { !controlOut.isEmpty }
 
-    /// When the driver must call ``pollTransmit(now:into:maxBytes:)`` or ``handleTimeout(now:)``
-    /// next even if nothing else happens, or nil when idle.
-    public func nextDeadline(now: ConduitInstant) -> ConduitInstant? {
+    /// When ``handleTimeout(now:)`` must run even if nothing else happens: an incomplete unreliable
+    /// message expires, or a waiting message's age reaches the `tooLongQueuedData` threshold. This
+    /// deadline holds even while the link refuses writes, which is exactly when the app must hear
+    /// that its data is queueing.
+    public func nextTimeout() -> ConduitInstant? {
         var deadline = reassembler.nextExpiry
-        func consider(_ instant: ConduitInstant) {
-            deadline = deadline.map { min($0, instant) } ?? instant
-        }
-        for (_, session) in outbound where session.isOpen && !session.queue.isEmpty {
-            consider(session.pacer.nextRelease(now: now))
-            // Re-evaluate the queue delay while data waits, so the hysteresis can switch on.
-            if !session.delayMonitor.isTooLong { consider(now + .milliseconds(50)) }
-        }
-        for (_, session) in outbound where session.isOpen && session.queue.isEmpty && session.delayMonitor.isTooLong {
-            consider(now)
+        for (_, session) in outbound where session.isOpen && !session.delayMonitor.isTooLong {
+            guard let head = session.queue.first else { continue }
+            let due = head.enqueuedAt + session.delayMonitor.onThreshold
+            deadline = deadline.map { min($0, due) } ?? due
         }
         return deadline
+    }
+
+    /// When a paced session may next release a frame (now, if one may already), or nil when
+    /// nothing is queued.
+    public func nextTransmit(now: ConduitInstant) -> ConduitInstant? {
+        var deadline: ConduitInstant?
+        for (_, session) in outbound where session.isOpen && !session.queue.isEmpty {
+            let due = session.pacer.nextRelease(now: now)
+            deadline = deadline.map { min($0, due) } ?? due
+        }
+        return deadline
+    }
+
+    /// The earlier of ``nextTimeout()`` and ``nextTransmit(now:)``.
+    public func nextDeadline(now: ConduitInstant) -> ConduitInstant? {
+        switch (nextTimeout(), nextTransmit(now: now)) {
+        case (let a?, let b?): min(a, b)
+        case (let a?, nil): a
+        case (nil, let b): b
+        }
     }
 
     /// Lets time pass: expires incomplete unreliable messages and re-evaluates queue delays.

@@ -82,6 +82,7 @@ public struct CallMachine: Sendable {
             return .failed(ConduitError(.sessionClosed, "no outbound session for \(key)", closeReason: .internal))
         }
         if let reason = session.closeReason { return .failed(.closed(reason)) }
+        if session.isClosing { return .failed(.closed(.sessionEnd)) }
         guard bytes.count <= session.type.maxSendSize else {
             return .failed(ConduitError(
                 .messageTooLarge,
@@ -90,6 +91,7 @@ public struct CallMachine: Sendable {
         }
         if !session.queue.isEmpty, session.queuedBytes + bytes.count > configuration.maxQueuedBytesPerSession {
             outbound[key]!.senderIsWaiting = true
+            updateDelay(key, now: now)
             return .queueFull
         }
         let messageID = session.nextMessageID
@@ -110,10 +112,24 @@ public struct CallMachine: Sendable {
         return .queued(messageID: messageID)
     }
 
-    /// Closes an outbound session; the receiver's inbound session closes with `sessionEnd`.
-    /// Messages still queued are discarded.
+    /// Closes an outbound session gracefully, as `RTCDataChannel.close()` does: sends are refused
+    /// from now on, messages already accepted are still sent, and then the receiver's inbound
+    /// session closes with `sessionEnd` after the last of them. `outboundClosed` fires at that point.
+    /// (Ending the whole call, by contrast, discards what is still queued.)
     public mutating func closeOutbound(_ key: SessionKey) {
-        guard let session = outbound[key], session.isOpen else { return }
+        guard let session = outbound[key], session.acceptsSends else { return }
+        outbound[key]!.isClosing = true
+        if session.queue.isEmpty {
+            finishClosing(key)
+        } else if session.senderIsWaiting {
+            // A sender waiting for room must learn now that no more sends are taken.
+            outbound[key]!.senderIsWaiting = false
+            events.append(.sendQueueHasRoom(key))
+        }
+    }
+
+    /// The closing session's queue has drained: announce the close after its last data frame.
+    mutating func finishClosing(_ key: SessionKey) {
         closeOutbound(key, reason: .sessionEnd)
         if !isEnded {
             controlOut.append(ControlFrame.sessionClose(streamID: key.streamID, subgroupID: localSubgroupID(for: key.subgroup), reason: .sessionEnd).encoded)

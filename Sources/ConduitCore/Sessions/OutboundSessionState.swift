@@ -16,6 +16,8 @@ struct OutboundSessionState: Sendable {
     var pacer: Pacer
     var delayMonitor: QueueDelayMonitor
     var closeReason: DataSessionCloseReason?
+    /// The app closed the session: no more sends; what was queued still goes out, then the close.
+    var isClosing = false
     /// A sender found the queue full and waits for a `sendQueueHasRoom` event.
     var senderIsWaiting = false
 
@@ -26,6 +28,7 @@ struct OutboundSessionState: Sendable {
     }
 
     var isOpen: Bool { closeReason == nil }
+    var acceptsSends: Bool { closeReason == nil && !isClosing }
 
     /// The queueing delay: how long the oldest message has waited, or how long the queue will take
     /// to drain at the capped rate, whichever is longer.
