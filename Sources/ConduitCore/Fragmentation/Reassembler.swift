@@ -82,6 +82,10 @@ public struct Reassembler: Sendable {
     public var configuration: Configuration
     public private(set) var statistics = Statistics()
     @usableFromInline var entries: [Key: Entry] = [:]
+    /// The entry the last fragment went to. Fragments of one message usually arrive together, so
+    /// this spares hashing the key for all but the first. Every insert or removal must clear it:
+    /// a dictionary's indices are only stable until it changes shape.
+    var hot: (key: Key, index: Dictionary<Key, Entry>.Index)?
     /// Recently delivered message IDs per stream, so late duplicates are not delivered twice.
     /// At most ``maxTrackedStreams`` streams are remembered (512 bytes each).
     var delivered: [StreamKey: CompletedMessageWindow] = [:]
@@ -106,7 +110,11 @@ public struct Reassembler: Sendable {
         let key = Key(streamID: header.streamID, subgroupID: header.subgroupID, messageID: header.messageID)
         let total = Int(header.totalLength)
 
+        if let hot, hot.key == key {
+            return add(header, payload: payload, at: hot.index, key: key)
+        }
         if let index = entries.index(forKey: key) {
+            hot = (key, index)
             return add(header, payload: payload, at: index, key: key)
         }
         let stream = StreamKey(streamID: key.streamID, subgroupID: key.subgroupID)
@@ -130,6 +138,7 @@ public struct Reassembler: Sendable {
             UnsafeMutableBufferPointer(rebasing: raw[total...]).initialize(repeating: 0)
             initialized = total + bitmapBytes
         }
+        hot = nil
         entries[key] = Entry(
             buffer: buffer,
             totalLength: total,
@@ -141,7 +150,9 @@ public struct Reassembler: Sendable {
             firstSeen: now
         )
         bufferedBytes += total
-        return add(header, payload: payload, at: entries.index(forKey: key)!, key: key)
+        let index = entries.index(forKey: key)!
+        hot = (key, index)
+        return add(header, payload: payload, at: index, key: key)
     }
 
     @usableFromInline
@@ -171,6 +182,7 @@ public struct Reassembler: Sendable {
         }
         entries.values[index].receivedFragments += 1
         guard entries.values[index].receivedFragments == entries.values[index].fragmentCount else { return .incomplete }
+        hot = nil
         var entry = entries.remove(at: index).value
         bufferedBytes -= entry.totalLength
         entry.buffer.removeLast(entry.buffer.count - entry.totalLength)  // drop the bitmap, in place
@@ -198,6 +210,7 @@ public struct Reassembler: Sendable {
                 let oldest = entries.filter({ !$0.value.sessionType.isReliable }).min(by: { $0.value.firstSeen < $1.value.firstSeen })
             else { return false }
             bufferedBytes -= oldest.value.totalLength
+            hot = nil
             entries.removeValue(forKey: oldest.key)
             statistics.messagesEvicted += 1
         }
@@ -214,6 +227,7 @@ public struct Reassembler: Sendable {
     public mutating func expire(now: ConduitInstant) -> Int {
         let timeout = configuration.incompleteTimeout
         let expired = entries.filter { !$0.value.sessionType.isReliable && $0.value.firstSeen + timeout <= now }
+        if !expired.isEmpty { hot = nil }
         for (key, entry) in expired {
             entries.removeValue(forKey: key)
             bufferedBytes -= entry.totalLength
@@ -225,6 +239,7 @@ public struct Reassembler: Sendable {
     /// Forgets every message in progress on one stream, and what it delivered (the session closed).
     public mutating func discard(streamID: StreamID, subgroupID: UInt16) {
         delivered[StreamKey(streamID: streamID, subgroupID: subgroupID)] = nil
+        hot = nil
         for (key, entry) in entries where key.streamID == streamID && key.subgroupID == subgroupID {
             entries.removeValue(forKey: key)
             bufferedBytes -= entry.totalLength

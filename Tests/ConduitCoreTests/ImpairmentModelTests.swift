@@ -1,0 +1,107 @@
+import ConduitCore
+import Testing
+
+@Suite("Impairment model")
+struct ImpairmentModelTests {
+    func run(_ configuration: ImpairmentConfiguration, count: Int = 10_000, spacing: Duration = .milliseconds(1)) -> (ImpairmentModel, [[ImpairmentModel.Delivery]]) {
+        var model = ImpairmentModel(configuration: configuration)
+        var now = ConduitInstant.zero
+        var fates: [[ImpairmentModel.Delivery]] = []
+        for _ in 0..<count {
+            fates.append(model.submit(size: 1_000, now: now).deliveries)
+            now = now + spacing
+        }
+        return (model, fates)
+    }
+
+    @Test func theSameSeedGivesTheSameFates() {
+        var configuration = ImpairmentConfiguration()
+        configuration.loss = 0.1
+        configuration.duplicate = 0.01
+        configuration.reorder = 0.05
+        configuration.corrupt = 0.01
+        configuration.jitter = .milliseconds(5)
+        let (_, first) = run(configuration)
+        let (_, second) = run(configuration)
+        #expect(first == second)
+        configuration.seed = 2
+        let (_, other) = run(configuration)
+        #expect(first != other)
+    }
+
+    @Test func ratesLandNearTheirProbabilities() {
+        var configuration = ImpairmentConfiguration()
+        configuration.loss = 0.1
+        configuration.duplicate = 0.01
+        configuration.reorder = 0.05
+        configuration.corrupt = 0.02
+        let (model, fates) = run(configuration, count: 100_000)
+        let stats = model.statistics
+        #expect(stats.submitted == 100_000)
+        // Binomial with n = 100,000: these bounds are more than 5 standard deviations wide.
+        #expect((9_500...10_500).contains(stats.dropped))
+        #expect((850...1_150).contains(stats.duplicated))
+        #expect(fates.filter { $0.count == 2 }.count == stats.duplicated)
+        #expect(fates.filter(\.isEmpty).count == stats.dropped)
+        #expect((1_500...2_500).contains(stats.corrupted))
+    }
+
+    @Test func jitterAloneNeverReorders() {
+        var configuration = ImpairmentConfiguration()
+        configuration.delay = .milliseconds(20)
+        configuration.jitter = .milliseconds(15)
+        let (_, fates) = run(configuration, count: 5_000, spacing: .microseconds(100))
+        let arrivals = fates.map { $0[0].at }
+        #expect(arrivals == arrivals.sorted())
+        #expect(arrivals[0] >= ConduitInstant.zero + .milliseconds(20))
+    }
+
+    @Test func reorderedDatagramsAreOvertaken() {
+        var configuration = ImpairmentConfiguration()
+        configuration.reorder = 0.2
+        configuration.reorderHold = .milliseconds(10)
+        let (model, fates) = run(configuration, count: 1_000)
+        let arrivals = fates.map { $0[0].at }
+        var inversions = 0
+        for i in 1..<arrivals.count where arrivals[i] < arrivals[i - 1] { inversions += 1 }
+        #expect(model.statistics.reordered > 100)
+        #expect(inversions > 0)
+    }
+
+    @Test func thePartitionDropsEverythingUntilLifted() {
+        var model = ImpairmentModel(configuration: ImpairmentConfiguration())
+        model.isPartitioned = true
+        for i in 0..<100 { #expect(model.submit(size: 10, now: .init(nanoseconds: UInt64(i))).isDropped) }
+        model.isPartitioned = false
+        #expect(!model.submit(size: 10, now: .init(nanoseconds: 200)).isDropped)
+        #expect(model.statistics.droppedByPartition == 100)
+    }
+
+    @Test func theBottleneckSerialisesAtItsRate() {
+        var configuration = ImpairmentConfiguration()
+        configuration.rate = .bitsPerSecond(8_000_000)  // 1 byte per microsecond
+        var model = ImpairmentModel(configuration: configuration)
+        let arrivals = (0..<10).map { _ in model.submit(size: 1_000, now: .zero).deliveries[0].at }
+        #expect(arrivals == (1...10).map { ConduitInstant.zero + .microseconds(1_000 * $0) })
+    }
+
+    @Test func corruptionFlipsExactlyOneBit() {
+        var configuration = ImpairmentConfiguration()
+        configuration.corrupt = 1
+        var model = ImpairmentModel(configuration: configuration)
+        let delivery = model.submit(size: 64, now: .zero).deliveries[0]
+        var datagram = [UInt8](repeating: 0, count: 64)
+        delivery.apply(to: &datagram)
+        #expect(datagram.map { $0.nonzeroBitCount }.reduce(0, +) == 1)
+    }
+
+    @Test func optionsParseAndRefuseNonsense() throws {
+        let configuration = try ImpairmentConfiguration(options: ["loss": "0.1", "dup": "0.01", "reorder": "0.05", "delay-ms": "20", "jitter-ms": "2.5", "rate": "10mbps", "seed": "7"])
+        #expect(configuration.loss == 0.1 && configuration.duplicate == 0.01 && configuration.reorder == 0.05)
+        #expect(configuration.delay == .milliseconds(20) && configuration.jitter == .microseconds(2_500))
+        #expect(configuration.rate == .bitsPerSecond(10_000_000) && configuration.seed == 7)
+        for bad in [["loss": "1.5"], ["dup": "-0.1"], ["delay-ms": "abc"], ["seed": "-1"], ["rate": "fast"]] {
+            #expect(throws: ConduitError.self) { try ImpairmentConfiguration(options: bad) }
+        }
+    }
+}
