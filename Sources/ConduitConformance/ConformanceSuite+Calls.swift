@@ -29,7 +29,7 @@ extension ConformanceSuite {
     /// arrive exactly once, in order, byte-identical, with their timestamps.
     func callCarriesEverySessionType() async throws {
         try await withCall(index: 6) { alice, bob in
-            var random = SplitMix64(seed: 42)
+            var random = SeededRandom(seed: 42)
             var expected: [SessionKey: [[UInt8]]] = [:]
             for (offset, type) in SessionType.allCases.enumerated() {
                 let key = SessionKey(streamID: StreamID(200 + offset))

@@ -39,7 +39,7 @@ extension ConformanceSuite {
     func datagramsArriveIntact() async throws {
         try await withLinkPair(index: 1) { client, server in
             let mtu = client.capabilities.mtu
-            var random = SplitMix64(seed: 0xC0FFEE)
+            var random = SeededRandom(seed: 0xC0FFEE)
             var sent: [[UInt8]] = []
             for batchIndex in 0..<20 {
                 var batch = DatagramBatch()
@@ -138,18 +138,5 @@ extension ConformanceSuite {
             try expect(error.code == .addressInUse, "second listen failed with \(error.code), expected addressInUse")
         }
         await first.close()
-    }
-}
-
-/// SplitMix64: a tiny seeded generator so every run sends the same bytes.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -2,42 +2,10 @@ import ConduitCore
 
 // Shared helpers for the ConduitCore tests: a seeded generator and frame builders/parsers.
 
-/// SplitMix64: a tiny, seeded, platform-independent generator, so every "random" test input is
-/// the same on every run and every machine.
-struct SplitMix64: RandomNumberGenerator {
-    private(set) var state: UInt64
+/// The core's seeded generator, so every "random" test input is the same on every run.
+typealias SplitMix64 = SeededRandom
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in `0..<bound` (modulo bias is irrelevant for tests).
-    mutating func below(_ bound: Int) -> Int {
-        precondition(bound > 0)
-        return Int(next() % UInt64(bound))
-    }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var index = 0
-            while index < count {
-                var word = next()
-                for _ in 0..<min(8, count - index) {
-                    buffer[index] = UInt8(truncatingIfNeeded: word)
-                    word >>= 8
-                    index += 1
-                }
-            }
-            initialized = count
-        }
-    }
-
+extension SeededRandom {
     /// `bytes(count)` from a fresh copy, for one-line test data.
     func bytesOf(count: Int) -> [UInt8] {
         var copy = self

@@ -4,45 +4,8 @@ import Testing
 
 // MARK: - Deterministic payloads
 
-/// SplitMix64 (Steele, Lea and Flood): a tiny seeded generator, so every payload is reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// `count` pseudo-random bytes.
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        var result = [UInt8](repeating: 0, count: count)
-        var index = 0
-        while index < count {
-            var word = next()
-            for _ in 0..<min(8, count - index) {
-                result[index] = UInt8(truncatingIfNeeded: word)
-                word >>= 8
-                index += 1
-            }
-        }
-        return result
-    }
-
-    /// A size in `0...max`, log-uniformly distributed: every power-of-two band is equally likely.
-    mutating func logUniformSize(max: Int) -> Int {
-        let bands = Int.bitWidth - max.leadingZeroBitCount  // max < 2^bands
-        let band = Int(next() % UInt64(bands + 1))          // 0 means the empty payload
-        guard band > 0 else { return 0 }
-        let low = 1 << (band - 1)
-        let high = Swift.min(max, (1 << band) - 1)
-        return low + Int(next() % UInt64(high - low + 1))
-    }
-}
+/// Seeded payloads come from the core's generator, so every run sends the same bytes.
+typealias SplitMix64 = SeededRandom
 
 // MARK: - Bounded waiting
 

@@ -8,7 +8,7 @@
 //   measured loop gives each message a new Message ID (a 4-byte store per datagram: a receiver
 //   drops a repeated ID as a duplicate), parses every datagram with DataFrameHeader.parse and
 //   feeds Reassembler.ingest. The Reassembler lives across passes, like a call's. "shuffled"
-//   feeds the datagrams in a fixed pseudo-random order (SplitMix64, fixed seed).
+//   feeds the datagrams in a fixed pseudo-random order (SeededRandom, fixed seed).
 // - "Memcpy_<size>": one plain copy of the same number of bytes into a preallocated buffer, the
 //   floor that reassembly throughput is compared with.
 //
@@ -61,25 +61,11 @@ let bytesPerSecond = BenchmarkMetric.custom("bytesPerSecond", polarity: .prefers
 
 // MARK: - Helpers
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny, fixed, seedable generator, so the shuffled
-/// order is the same on every run and every toolchain.
-struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// A fixed permutation of `0..<count` (Fisher-Yates driven by SplitMix64; not `shuffle(using:)`,
+/// A fixed permutation of `0..<count` (Fisher-Yates driven by the core's SeededRandom; not `shuffle(using:)`,
 /// whose algorithm the standard library does not promise to keep).
 func fixedPermutation(count: Int, seed: UInt64) -> [Int] {
     var order = Array(0..<count)
-    var rng = SplitMix64(state: seed)
+    var rng = SeededRandom(seed: seed)
     var i = count - 1
     while i > 0 {
         let j = Int(rng.next() % UInt64(i + 1))

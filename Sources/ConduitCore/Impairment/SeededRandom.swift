@@ -18,4 +18,37 @@ public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
 
     /// True with probability `p`.
     public mutating func chance(_ p: Double) -> Bool { p > 0 && unit() < p }
+
+    /// A value in `0..<bound` (modulo bias is negligible for the bounds used here).
+    public mutating func below(_ bound: Int) -> Int {
+        precondition(bound > 0)
+        return Int(next() % UInt64(bound))
+    }
+
+    /// `count` pseudo-random bytes, eight per draw, low byte first.
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var index = 0
+            while index < count {
+                var word = next()
+                for _ in 0..<min(8, count - index) {
+                    buffer[index] = UInt8(truncatingIfNeeded: word)
+                    word >>= 8
+                    index += 1
+                }
+            }
+            initialized = count
+        }
+    }
+
+    /// A size in `0...max`, log-uniformly distributed: every power-of-two band is equally likely
+    /// (0 stands for the empty payload), as `conduit send --size MIN-MAX` and the tests draw them.
+    public mutating func logUniformSize(max: Int) -> Int {
+        let bands = Int.bitWidth - max.leadingZeroBitCount
+        let band = Int(next() % UInt64(bands + 1))
+        guard band > 0 else { return 0 }
+        let low = 1 << (band - 1)
+        let high = Swift.min(max, (1 << band) - 1)
+        return low + Int(next() % UInt64(high - low + 1))
+    }
 }
