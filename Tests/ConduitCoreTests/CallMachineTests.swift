@@ -619,18 +619,18 @@ struct CallMachineClosingTests {
         #expect(harness.takeEventsB() == [])
     }
 
-    @Test("linkClosed disconnects with transportClosed and sends nothing")
+    @Test("linkClosed disconnects with transportClosed, closes sessions with internal, and sends nothing")
     func linkClosed() {
         var harness = CallHarness.connected()
         harness.open(mainStream, .reliableMessage)
         harness.a.linkClosed()
-        #expect(harness.takeEventsA() == [.outboundClosed(mainStream, .sessionEnd), .disconnected(.transportClosed)])
+        #expect(harness.takeEventsA() == [.outboundClosed(mainStream, .internal), .disconnected(.transportClosed)])
         #expect(!harness.a.hasPendingControl())
         harness.pump()
         #expect(harness.takeEventsB() == [])
         #expect(harness.b.isConnected)
         harness.b.linkClosed()
-        #expect(harness.takeEventsB() == [.inboundClosed(mainStream, .sessionEnd), .disconnected(.transportClosed)])
+        #expect(harness.takeEventsB() == [.inboundClosed(mainStream, .internal), .disconnected(.transportClosed)])
         #expect(harness.b.phase == .ended(.transportClosed))
     }
 

@@ -203,11 +203,18 @@ public struct CallMachine: Sendable {
         end(.transportClosed)
     }
 
+    /// Ends the call. Sessions close with `sessionEnd` when the call ended as agreed (a hang-up on
+    /// either side) and with `internal` when it broke under them (the transport failed without a
+    /// goodbye), so an app can tell a finished exchange from a lost one.
     mutating func end(_ reason: DisconnectReason) {
         phase = .ended(reason)
-        for key in outboundOrder { closeOutbound(key, reason: .sessionEnd) }
+        let sessionReason: DataSessionCloseReason = switch reason {
+        case .localHangUp, .remoteHangUp: .sessionEnd
+        case .transportClosed, .protocolError: .internal
+        }
+        for key in outboundOrder { closeOutbound(key, reason: sessionReason) }
         for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) where session.isAccepted && session.closeReason == nil {
-            events.append(.inboundClosed(key, .sessionEnd))
+            events.append(.inboundClosed(key, sessionReason))
         }
         inbound.removeAll()
         events.append(.disconnected(reason))
