@@ -16,6 +16,12 @@ public struct ConformanceSuite: Sendable {
         case unsupportedAndHangUp
 
         public var description: String { rawValue }
+
+        /// The cases that hold on any datagram link, lossy or not. The others need a link that is
+        /// reliable and ordered, natively or through the core's reliability engine.
+        public static let datagramCases: [Case] = [
+            .declaresSaneCapabilities, .datagramsArriveIntact, .oversizeDatagramIsRefused, .connectToNothingFails, .listenTwiceFails,
+        ]
     }
 
     public let transport: any Transport

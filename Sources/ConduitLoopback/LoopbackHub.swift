@@ -6,6 +6,7 @@ import Synchronization
 /// and embedded runtimes are isolated from each other unless they share one on purpose.
 public final class LoopbackHub: Sendable {
     private let listeners = Mutex<[String: LoopbackListener]>([:])
+    private let partitions = Mutex<[String: PartitionSwitch]>([:])
 
     public init() {}
 
@@ -26,6 +27,21 @@ public final class LoopbackHub: Sendable {
 
     func listener(named name: String) -> LoopbackListener? {
         listeners.withLock { $0[name] }
+    }
+
+    /// Cuts (or restores) every impaired link to `name`, both directions: while partitioned,
+    /// every datagram is dropped (a total blackout). Links without impairment options ignore it.
+    public func setPartitioned(_ name: String, _ partitioned: Bool) {
+        partitionSwitch(for: name).isOn = partitioned
+    }
+
+    func partitionSwitch(for name: String) -> PartitionSwitch {
+        partitions.withLock { table in
+            if let existing = table[name] { return existing }
+            let created = PartitionSwitch()
+            table[name] = created
+            return created
+        }
     }
 
     /// Names currently listening, for diagnostics.

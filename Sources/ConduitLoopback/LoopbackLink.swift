@@ -7,21 +7,43 @@ public final class LoopbackLink: TransportLink {
     public let remoteDescription: String
     private let inbox: AsyncBoundedChannel<DatagramBatch>
     private let outbox: AsyncBoundedChannel<DatagramBatch>
+    /// On an impaired link, what this end writes goes through here instead of straight to `outbox`.
+    private let delayLine: DelayLine?
 
-    private init(capabilities: TransportCapabilities, remote: String, inbox: AsyncBoundedChannel<DatagramBatch>, outbox: AsyncBoundedChannel<DatagramBatch>) {
+    private init(capabilities: TransportCapabilities, remote: String, inbox: AsyncBoundedChannel<DatagramBatch>, outbox: AsyncBoundedChannel<DatagramBatch>, delayLine: DelayLine?) {
         self.capabilities = capabilities
         self.remoteDescription = remote
         self.inbox = inbox
         self.outbox = outbox
+        self.delayLine = delayLine
     }
 
-    static func pair(capabilities: TransportCapabilities, window: Int, name: String) -> (client: LoopbackLink, server: LoopbackLink) {
+    static func pair(
+        capabilities: TransportCapabilities,
+        window: Int,
+        name: String,
+        impairment: (ImpairmentConfiguration, PartitionSwitch)? = nil
+    ) -> (client: LoopbackLink, server: LoopbackLink) {
         let toServer = AsyncBoundedChannel<DatagramBatch>(capacity: window) { max(1, $0.byteCount) }
         let toClient = AsyncBoundedChannel<DatagramBatch>(capacity: window) { max(1, $0.byteCount) }
+        var upstream: DelayLine?
+        var downstream: DelayLine?
+        if let (configuration, partition) = impairment {
+            var reverse = configuration
+            reverse.seed = configuration.seed &+ 1  // independent fates per direction, still seeded
+            upstream = DelayLine(configuration: configuration, capacity: window, inbox: toServer, partition: partition)
+            downstream = DelayLine(configuration: reverse, capacity: window, inbox: toClient, partition: partition)
+            for line in [upstream, downstream].compactMap({ $0 }) { Task { await line.run() } }
+        }
         return (
-            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (server)", inbox: toClient, outbox: toServer),
-            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (client)", inbox: toServer, outbox: toClient)
+            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (server)", inbox: toClient, outbox: toServer, delayLine: upstream),
+            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (client)", inbox: toServer, outbox: toClient, delayLine: downstream)
         )
+    }
+
+    /// What the emulated network did to this end's datagrams (nil on an unimpaired link).
+    public var impairmentStatistics: (impairment: ImpairmentModel.Statistics, droppedOverCapacity: Int)? {
+        delayLine?.statistics
     }
 
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
@@ -33,6 +55,14 @@ public final class LoopbackLink: TransportLink {
             }
             start = end
         }
+        guard !outbox.isFinished, delayLine?.isClosed != true else {
+            throw ConduitError(.connectionClosed, "the loopback link to \(remoteDescription) is closed")
+        }
+        if let delayLine {
+            // A network does not push back: the delay line queues or tail-drops.
+            delayLine.submit(batch)
+            return
+        }
         guard await outbox.send(batch) else {
             throw ConduitError(.connectionClosed, "the loopback link to \(remoteDescription) is closed")
         }
@@ -42,7 +72,11 @@ public final class LoopbackLink: TransportLink {
 
     /// Closes both directions: the peer drains what was already sent, then reads nil.
     public func close() async {
-        outbox.finish()
+        if let delayLine {
+            delayLine.close()  // in-flight datagrams still land, then the peer reads nil
+        } else {
+            outbox.finish()
+        }
         inbox.finishAndDiscard()
     }
 }

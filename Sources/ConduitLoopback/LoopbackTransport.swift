@@ -2,10 +2,15 @@ public import ConduitCore
 
 /// The in-process transport: lossless, ordered, fast. The embedded default and the test double.
 ///
-/// URL: `loopback://NAME[?mtu=BYTES&window=BYTES]`.
+/// URL: `loopback://NAME[?mtu=BYTES&window=BYTES&loss=P&dup=P&reorder=P&corrupt=P&delay-ms=D&jitter-ms=J&rate=BPS&seed=S]`.
 /// - `mtu`: datagram size the core fragments to (default 1232, so 1,200-byte payloads as on a network).
 /// - `window`: bytes in flight per direction before `write` suspends (default 4 MiB): this is the
-///   backpressure a slow reader exerts on its peer.
+///   backpressure a slow reader exerts on its peer. On an impaired link it is the emulated
+///   router queue instead: past it, datagrams are tail-dropped.
+/// - Impairment (user-space netem, seeded, per direction; see ``ImpairmentConfiguration``): taken
+///   from the connecting URL, else from the listening one. An impaired link declares itself
+///   unreliable and unordered, so the core supplies reliability over it.
+///   ``LoopbackHub/setPartitioned(_:_:)`` blacks it out.
 public struct LoopbackTransport: Transport {
     public static let defaultMTU = 1_232
     public static let defaultWindow = 4 * 1024 * 1024
@@ -21,15 +26,18 @@ public struct LoopbackTransport: Transport {
     struct Options {
         var mtu: Int
         var window: Int
+        var impairment: ImpairmentConfiguration?
 
         init(_ url: TransportURL) throws(ConduitError) {
             guard url.port == nil, url.path.isEmpty else {
                 throw ConduitError(.invalidAddress, "a loopback address is loopback://NAME, got \(url)")
             }
-            let known: Set<String> = ["mtu", "window"]
+            let known: Set<String> = Set(["mtu", "window"]).union(ImpairmentConfiguration.optionNames)
             if let unknown = url.query.keys.sorted().first(where: { !known.contains($0) }) {
-                throw ConduitError(.invalidConfiguration, "unknown loopback option '\(unknown)' (known: mtu, window)")
+                throw ConduitError(.invalidConfiguration, "unknown loopback option '\(unknown)' (known: \(known.sorted().joined(separator: ", ")))")
             }
+            let impairmentOptions = url.query.filter { ImpairmentConfiguration.optionNames.contains($0.key) }
+            impairment = impairmentOptions.isEmpty ? nil : try ImpairmentConfiguration(options: impairmentOptions)
             mtu = try url.intOption("mtu", default: LoopbackTransport.defaultMTU, in: (DataFrameHeader.size + 1)...LoopbackTransport.maxDatagramSize)
             window = try url.intOption("window", default: LoopbackTransport.defaultWindow, in: 1...(1 << 30))
         }
@@ -47,16 +55,18 @@ public struct LoopbackTransport: Transport {
         guard let listener = hub.listener(named: url.host) else {
             throw ConduitError(.connectionFailed, "nothing listens at loopback://\(url.host)")
         }
+        let impairment = options.impairment ?? listener.options.impairment
         let (client, server) = LoopbackLink.pair(
             capabilities: TransportCapabilities(
-                isReliable: true,
-                isOrdered: true,
+                isReliable: impairment == nil,
+                isOrdered: impairment == nil,
                 supportsPartialReliability: false,
                 maxDatagramSize: LoopbackTransport.maxDatagramSize,
                 mtu: min(options.mtu, listener.options.mtu)
             ),
             window: min(options.window, listener.options.window),
-            name: url.host
+            name: url.host,
+            impairment: impairment.map { ($0, hub.partitionSwitch(for: url.host)) }
         )
         guard await listener.offer(server) else {
             throw ConduitError(.connectionFailed, "loopback://\(url.host) stopped listening")
