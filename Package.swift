@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "ConduitCore", targets: ["ConduitCore"]),
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
+        .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .plugin(name: "StreamCatalogPlugin", targets: ["StreamCatalogPlugin"]),
         .plugin(name: "StreamCatalogCommand", targets: ["StreamCatalogCommand"]),
@@ -28,6 +29,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     ],
     targets: [
         .target(
@@ -38,6 +40,16 @@ let package = Package(
         .target(
             name: "ConduitLoopback",
             dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        // UDP networking on SwiftNIO: the user-space impairment proxy (and, next, the UDP transport).
+        .target(
+            name: "ConduitUDP",
+            dependencies: [
+                "ConduitCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -54,6 +66,7 @@ let package = Package(
             name: "conduit",
             dependencies: [
                 "Conduit",
+                "ConduitUDP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings,
@@ -86,6 +99,16 @@ let package = Package(
         .testTarget(
             name: "ConduitLoopbackTests",
             dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitUDPTests",
+            dependencies: [
+                "ConduitUDP",
+                "ConduitCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

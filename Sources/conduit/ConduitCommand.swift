@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct ConduitCommand: AsyncParsableCommand {
@@ -9,6 +10,27 @@ struct ConduitCommand: AsyncParsableCommand {
             Transports are chosen by URL: loopback://NAME (in process, the default), and the transports a
             build registers. Session types: reliable-message, unreliable-message, reliable-bytes, unreliable-bytes.
             """,
-        subcommands: [DemoCommand.self]
+        subcommands: [DemoCommand.self, ImpairCommand.self]
     )
+
+    /// Bad input gets one line on standard error and a non-zero exit; help still prints in full.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                print(fullMessage(for: error))
+            } else {
+                let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "failed"
+                if !message.isEmpty { FileHandle.standardError.write(Data("conduit: error: \(message)\n".utf8)) }
+            }
+            Foundation.exit(code.rawValue)
+        }
+    }
 }

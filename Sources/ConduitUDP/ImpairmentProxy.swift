@@ -1,0 +1,204 @@
+public import ConduitCore
+public import NIOCore
+public import NIOPosix
+
+/// `conduit impair`: a user-space network impairment proxy between a UDP client and an upstream.
+///
+/// ```
+///   client ──▶ listen ──[impair client→upstream]──▶ relay socket ──▶ upstream
+///   client ◀── listen ◀──[impair upstream→client]── relay socket ◀── upstream
+/// ```
+///
+/// The client is whoever last sent to the listening socket (as behind a NAT). Each direction has
+/// its own seeded ``ImpairmentModel``; deliveries are scheduled on the proxy's event loop, where
+/// all of its state lives. Only what the caller names is ever addressed: the upstream given, and
+/// the client that wrote first.
+public final class ImpairmentProxy: Sendable {
+    public struct Configuration: Sendable {
+        public var listen: UDPEndpoint
+        public var upstream: UDPEndpoint
+        public var clientToUpstream: ImpairmentConfiguration
+        public var upstreamToClient: ImpairmentConfiguration
+
+        /// Both directions impaired alike, with independent seeds (`seed` and `seed + 1`).
+        public init(listen: UDPEndpoint, upstream: UDPEndpoint, impairment: ImpairmentConfiguration) {
+            self.listen = listen
+            self.upstream = upstream
+            self.clientToUpstream = impairment
+            var reverse = impairment
+            reverse.seed = impairment.seed &+ 1
+            self.upstreamToClient = reverse
+        }
+    }
+
+    public struct DirectionStatistics: Sendable, Hashable, Codable {
+        public var received = 0
+        public var forwarded = 0
+        public var dropped = 0
+        public var droppedByPartition = 0
+        public var duplicated = 0
+        public var reordered = 0
+        public var corrupted = 0
+        public var bytesForwarded = 0
+    }
+
+    public struct Statistics: Sendable, Hashable, Codable {
+        public var clientToUpstream = DirectionStatistics()
+        public var upstreamToClient = DirectionStatistics()
+        /// Datagrams dropped because they came from neither the upstream nor (before any client
+        /// wrote) could be returned to anyone.
+        public var strayDatagrams = 0
+    }
+
+    private struct State {
+        var toUpstream: ImpairmentModel
+        var toClient: ImpairmentModel
+        var client: SocketAddress?
+        var statistics = Statistics()
+    }
+
+    private let state: NIOLoopBoundBox<State>
+    private let front: any Channel
+    private let back: any Channel
+    private let upstream: SocketAddress
+    private let origin: NIODeadline
+    /// The bound listening address (port filled in when 0 was asked for).
+    public let localAddress: SocketAddress
+    /// The address the proxy sends to the upstream from.
+    public var relayAddress: SocketAddress? { back.localAddress }
+
+    private init(state: NIOLoopBoundBox<State>, front: any Channel, back: any Channel, upstream: SocketAddress, origin: NIODeadline) {
+        self.state = state
+        self.front = front
+        self.back = back
+        self.upstream = upstream
+        self.origin = origin
+        self.localAddress = front.localAddress!
+    }
+
+    /// Binds the listening socket and the relay socket, and starts forwarding.
+    public static func start(_ configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> ImpairmentProxy {
+        let listen = try configuration.listen.socketAddress()
+        let upstream = try configuration.upstream.socketAddress()
+        let loop = group.next()
+        let state = NIOLoopBoundBox.makeBoxSendingValue(
+            State(toUpstream: ImpairmentModel(configuration: configuration.clientToUpstream), toClient: ImpairmentModel(configuration: configuration.upstreamToClient)),
+            eventLoop: loop
+        )
+        let relay = ProxyRelay()
+        let front = try await DatagramBootstrap(group: loop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromClient($0) })
+                }
+            }
+            .bind(to: listen).get()
+        let back: any Channel
+        do {
+            back = try await DatagramBootstrap(group: loop)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromUpstream($0) })
+                    }
+                }
+                .bind(host: upstream.protocol == .inet6 ? "::1" : "127.0.0.1", port: 0).get()
+        } catch {
+            try? await front.close()
+            throw error
+        }
+        let proxy = ImpairmentProxy(state: state, front: front, back: back, upstream: upstream, origin: .now())
+        relay.proxy = proxy
+        return proxy
+    }
+
+    private func now() -> ConduitInstant {
+        ConduitInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds &- origin.uptimeNanoseconds)
+    }
+
+    private func deadline(_ instant: ConduitInstant) -> NIODeadline {
+        .uptimeNanoseconds(origin.uptimeNanoseconds &+ instant.nanoseconds)
+    }
+
+    // MARK: On the event loop
+
+    private func fromClient(_ envelope: AddressedEnvelope<ByteBuffer>) {
+        state.value.client = envelope.remoteAddress
+        state.value.statistics.clientToUpstream.received += 1
+        let decision = state.value.toUpstream.submit(size: envelope.data.readableBytes, now: now())
+        record(decision, into: \.clientToUpstream, model: state.value.toUpstream.statistics)
+        schedule(decision, envelope.data, to: upstream, via: back, direction: \.clientToUpstream)
+    }
+
+    private func fromUpstream(_ envelope: AddressedEnvelope<ByteBuffer>) {
+        guard envelope.remoteAddress == upstream, let client = state.value.client else {
+            state.value.statistics.strayDatagrams += 1
+            return
+        }
+        state.value.statistics.upstreamToClient.received += 1
+        let decision = state.value.toClient.submit(size: envelope.data.readableBytes, now: now())
+        record(decision, into: \.upstreamToClient, model: state.value.toClient.statistics)
+        schedule(decision, envelope.data, to: client, via: front, direction: \.upstreamToClient)
+    }
+
+    private func record(_ decision: ImpairmentModel.Decision, into direction: WritableKeyPath<Statistics, DirectionStatistics>, model: ImpairmentModel.Statistics) {
+        state.value.statistics[keyPath: direction].dropped = model.dropped
+        state.value.statistics[keyPath: direction].droppedByPartition = model.droppedByPartition
+        state.value.statistics[keyPath: direction].duplicated = model.duplicated
+        state.value.statistics[keyPath: direction].reordered = model.reordered
+        state.value.statistics[keyPath: direction].corrupted = model.corrupted
+    }
+
+    private func schedule(
+        _ decision: ImpairmentModel.Decision,
+        _ payload: ByteBuffer,
+        to address: SocketAddress,
+        via channel: any Channel,
+        direction: any WritableKeyPath<Statistics, DirectionStatistics> & Sendable
+    ) {
+        for delivery in decision.deliveries {
+            var data = payload
+            if delivery.corruption != nil {
+                var bytes = Array(payload.readableBytesView)
+                delivery.apply(to: &bytes)
+                data = channel.allocator.buffer(bytes: bytes)
+            }
+            let envelope = AddressedEnvelope(remoteAddress: address, data: data)
+            let size = data.readableBytes
+            let send = { [state] in
+                state.value.statistics[keyPath: direction].forwarded += 1
+                state.value.statistics[keyPath: direction].bytesForwarded += size
+                channel.writeAndFlush(envelope, promise: nil)
+            }
+            if delivery.at <= now() {
+                send()
+            } else {
+                channel.eventLoop.assumeIsolated().scheduleTask(deadline: deadline(delivery.at)) { send() }
+            }
+        }
+    }
+
+    // MARK: Control, from anywhere
+
+    /// Cuts or restores both directions (a total blackout while set).
+    public func setPartitioned(_ partitioned: Bool) async {
+        try? await state.eventLoop.submit { [state] in
+            state.value.toUpstream.isPartitioned = partitioned
+            state.value.toClient.isPartitioned = partitioned
+        }.get()
+    }
+
+    public func statistics() async -> Statistics {
+        (try? await state.eventLoop.submit { [state] in state.value.statistics }.get()) ?? Statistics()
+    }
+
+    public func stop() async {
+        try? await front.close()
+        try? await back.close()
+    }
+}
+
+/// Lets the handlers, created before the proxy exists, reach it once it does. Set once, on
+/// start-up, before any datagram can be read; read on the event loop only.
+private final class ProxyRelay: @unchecked Sendable {
+    var proxy: ImpairmentProxy?
+}
