@@ -1,0 +1,164 @@
+extension ReliableLink {
+    /// Whether packets carry a CRC32C trailer.
+    public enum Checksum: Sendable, Hashable {
+        /// No trailer: only for paths that already check integrity (SRTP authentication, say).
+        case none
+        /// A CRC32C of the whole packet as its last 4 bytes; a mismatch is a counted drop.
+        case crc32c
+    }
+
+    /// The link's knobs. Both ends of a link must agree on `checksum`, and should on `maxAckDelay`
+    /// (each side uses its own value as the peer's, RFC 9002's `max_ack_delay`) and on
+    /// `receiveWindow` (the initial assumption about the peer's window, corrected by its first ACK).
+    public struct Configuration: Sendable, Hashable {
+        /// Largest packet, checksum included: the transport's MTU less its own headers. The default
+        /// is Conduit's 1232-byte datagram less a 12-byte RTP header.
+        public var maxDatagramSize = 1_220
+        public var checksum = Checksum.crc32c
+        /// Bytes this side buffers for the upper layer (delivered but not yet polled, plus ordered
+        /// frames waiting for a gap), each frame counted as its payload plus
+        /// ``ReliableLink/frameOverhead``. Advertised to the peer in every ACK.
+        public var receiveWindow = 4 * 1024 * 1024
+        /// Bytes `send` may hold that have not been transmitted yet (payload plus overhead per frame).
+        public var maxSendQueueBytes = 8 * 1024 * 1024
+        /// Channels per direction. A channel's state lives as long as the link, because its
+        /// sequence numbers must never be reused.
+        public var maxChannels = 1_024
+        /// Frames a channel may have between its cumulative point and its newest frame (a power of
+        /// two, 64...65536): the receiver's reorder and duplicate window per channel.
+        public var channelWindow = 4_096
+        /// RFC 9000's `max_ack_delay`: how long an acknowledgement may be held back.
+        public var maxAckDelay = Duration.milliseconds(25)
+        /// Acknowledge at once after this many ack-eliciting packets (RFC 9000 section 13.2.2 says 2).
+        public var ackElicitingThreshold = 2
+        /// ACK ranges remembered and reported (older ones are forgotten).
+        public var maxAckRanges = 32
+        /// Unacknowledged packets tracked; at the cap no new ack-eliciting packet is sent.
+        public var maxUnackedPackets = 16_384
+        /// RFC 9002's `kInitialRtt`.
+        public var initialRtt = Duration.milliseconds(333)
+        /// RFC 9002's `kPacketThreshold`.
+        public var packetThreshold: UInt64 = 3
+        /// Send a PING after this long without sending anything ack-eliciting, nil for never.
+        public var keepaliveInterval: Duration? = .seconds(5)
+        /// ``ReliableLink/isIdleTimedOut(now:)`` turns true after this long without a valid packet
+        /// from the peer, nil for never.
+        public var idleTimeout: Duration? = .seconds(30)
+
+        public init() {}
+
+        /// The largest upper-layer frame `send` accepts: what is left of a datagram after the packet
+        /// header, checksum trailer and a DATA frame header with its lifetime field. 1190 bytes
+        /// with the defaults; the upper layer cuts its fragments to this (less its own 32-byte
+        /// data-frame header).
+        public var maxFramePayload: Int {
+            maxDatagramSize - LinkPacket.overhead(checksum: checksum == .crc32c)
+                - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize
+        }
+
+        /// The most bytes of ack-eliciting packets sent at one instant: the pacer's bucket never
+        /// holds more than the initial congestion window (RFC 9002 section 7.7).
+        public var maxPacingBurst: Int { NewRenoCongestionControl.initialWindow(maxDatagramSize: maxDatagramSize) }
+
+        /// Traps on a configuration the link cannot honour (a programming error, like an invalid
+        /// fragment size in ``CallMachine``).
+        func check() {
+            precondition((64...65_535).contains(maxDatagramSize), "maxDatagramSize must be 64...65535")
+            precondition(maxFramePayload >= 1, "maxDatagramSize leaves no room for a frame")
+            precondition(receiveWindow >= 2 * (maxFramePayload + ReliableLink.frameOverhead) && receiveWindow <= Int(UInt32.max),
+                         "receiveWindow must hold two full frames and fit in 32 bits")
+            precondition(maxSendQueueBytes >= maxFramePayload + ReliableLink.frameOverhead, "maxSendQueueBytes must hold a full frame")
+            precondition(maxChannels >= 1, "maxChannels must be positive")
+            precondition((64...65_536).contains(channelWindow) && channelWindow & (channelWindow - 1) == 0,
+                         "channelWindow must be a power of two in 64...65536")
+            precondition(ackElicitingThreshold >= 1, "ackElicitingThreshold must be positive")
+            precondition(maxAckRanges >= 1
+                         && LinkPacket.ackFrameFixedSize + (maxAckRanges - 1) * LinkPacket.ackRangeSize
+                            <= maxDatagramSize - LinkPacket.overhead(checksum: checksum == .crc32c),
+                         "maxAckRanges must be positive and an ACK frame with that many ranges must fit a datagram")
+            precondition(maxUnackedPackets >= 16, "maxUnackedPackets must be at least 16")
+            precondition(packetThreshold >= 1, "packetThreshold must be positive")
+        }
+    }
+
+    /// Reliability and ordering per frame: the vocabulary type the sessions already use.
+    /// `.none` retransmits until acknowledged, `.maxRetransmits(0)` is unreliable.
+    public typealias Delivery = Reliability
+
+    public enum SendResult: Sendable, Hashable {
+        /// Queued with this sequence number on its channel.
+        case queued(sequence: UInt32)
+        /// The send queue is at ``Configuration/maxSendQueueBytes``; try again after
+        /// ``pollTransmit(now:into:maxDatagrams:)`` has drained some of it.
+        case queueFull
+        /// Larger than ``Configuration/maxFramePayload``.
+        case frameTooLarge(limit: Int)
+        /// A new channel would exceed ``Configuration/maxChannels``.
+        case tooManyChannels
+    }
+
+    /// A frame for the upper layer.
+    public struct ReceivedFrame: Sendable, Hashable {
+        public var channel: UInt32
+        public var sequence: UInt32
+        public var bytes: [UInt8]
+    }
+
+    /// Counters since the link was made, and the current congestion and RTT state.
+    public struct Statistics: Sendable, Hashable {
+        // Packets.
+        public var packetsSent = 0
+        public var ackOnlyPacketsSent = 0
+        /// Packets carrying at least one retransmitted frame.
+        public var packetsRetransmitted = 0
+        public var packetsReceived = 0
+        /// Packets declared lost (RFC 9002 section 6.1).
+        public var packetsLost = 0
+        /// Received again (a duplicated datagram): dropped unread.
+        public var duplicatePacketsSuppressed = 0
+        /// Refused by the parser (malformed, or its checksum did not match); nothing was applied.
+        public var malformedPacketsDropped = 0
+        /// The part of `malformedPacketsDropped` that failed the CRC32C check.
+        public var checksumFailures = 0
+        public var lastParseError: LinkWireError?
+        /// Accepted packets left unacknowledged because one of their frames could not be taken
+        /// (receive window, channel window or channel cap); the peer will send those frames again.
+        public var packetsRefused = 0
+        // Frames, sender side.
+        public var framesSent = 0
+        public var framesRetransmitted = 0
+        /// Given up on: retransmission limit reached or lifetime over.
+        public var framesAbandoned = 0
+        /// The part of `framesAbandoned` whose lifetime ran out.
+        public var framesExpired = 0
+        public var forwardFramesSent = 0
+        public var pingsSent = 0
+        public var probeTimeouts = 0
+        // Frames, receiver side.
+        public var framesDelivered = 0
+        public var bytesDelivered = 0
+        /// Frames received again (retransmissions of frames that had arrived): never delivered twice.
+        public var duplicateFramesSuppressed = 0
+        /// Frames whose lifetime was over when they arrived or before the upper layer polled them.
+        public var framesExpiredAtReceiver = 0
+        /// Gaps an ordered channel stopped waiting for because of a FORWARD frame.
+        public var framesSkipped = 0
+        public var framesDroppedOverWindow = 0
+        public var framesDroppedOutsideChannelWindow = 0
+        public var framesDroppedTooManyChannels = 0
+        public var acksSent = 0
+        /// ACK ranges forgotten to stay within `maxAckRanges`.
+        public var ackRangesForgotten = 0
+        // Current state.
+        public var smoothedRtt = Duration.zero
+        public var rttVariation = Duration.zero
+        public var minRtt: Duration?
+        public var latestRtt = Duration.zero
+        public var congestionWindow = 0
+        public var slowStartThreshold = Int.max
+        public var bytesInFlight = 0
+        public var congestionEvents = 0
+        public var persistentCongestionEvents = 0
+        public init() {}
+    }
+}
