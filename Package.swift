@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "ConduitCore", targets: ["ConduitCore"]),
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
+        .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .plugin(name: "StreamCatalogPlugin", targets: ["StreamCatalogPlugin"]),
@@ -42,7 +43,14 @@ let package = Package(
             dependencies: ["ConduitCore"],
             swiftSettings: strictSettings
         ),
-        // UDP networking on SwiftNIO: the user-space impairment proxy (and, next, the UDP transport).
+        // The core's reliability engine driven over any unreliable TransportLink (clock and tasks).
+        .target(
+            name: "ConduitReliability",
+            dependencies: ["ConduitCore", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strictSettings
+        ),
+        // UDP networking on SwiftNIO: the UDP transport (RTP framing, cookie handshake) and the
+        // user-space impairment proxy.
         .target(
             name: "ConduitUDP",
             dependencies: [
@@ -54,7 +62,14 @@ let package = Package(
         ),
         .target(
             name: "Conduit",
-            dependencies: ["ConduitCore", "ConduitLoopback"],
+            dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
+            swiftSettings: strictSettings
+        ),
+        // What the command-line tool does, as a library so it is testable in process: seeded
+        // verifiable payloads, the listen and send jobs and their JSON reports.
+        .target(
+            name: "ConduitTooling",
+            dependencies: ["Conduit", "ConduitCore"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -67,6 +82,7 @@ let package = Package(
             dependencies: [
                 "Conduit",
                 "ConduitUDP",
+                "ConduitTooling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings,
@@ -106,9 +122,22 @@ let package = Package(
             dependencies: [
                 "ConduitUDP",
                 "ConduitCore",
+                "ConduitConformance",
+                "ConduitReliability",
+                "Conduit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitReliabilityTests",
+            dependencies: ["ConduitReliability", "ConduitCore", "ConduitLoopback", "ConduitConformance"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitToolingTests",
+            dependencies: ["ConduitTooling", "Conduit", "ConduitCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(

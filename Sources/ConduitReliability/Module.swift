@@ -1,0 +1,1 @@
+// Scaffolding: replaced by this target's code in the commits that follow.
