@@ -1,4 +1,5 @@
 public import ConduitCore
+import ConduitReliability
 
 /// The entry point a host app embeds: a configuration and the transports it may use.
 ///
@@ -24,9 +25,12 @@ public struct ConduitRuntime: Sendable {
     public func connect(to url: String? = nil, as peer: PeerID) async throws(ConduitError) -> Call {
         try configuration.validate()
         let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
-        let link = try await withTimeout(configuration.connectTimeout, what: "connecting to \(resolved)") { () throws(ConduitError) in
-            try await transport.connect(to: resolved)
+        let reliability = try ReliableLink.Configuration(url: resolved)
+        let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to \(resolved)") { () throws(ConduitError) in
+            try await transport.connect(to: resolved.withoutReliableLinkOptions)
         }
+        // A link that loses or reorders datagrams gets the core's reliability engine under the call.
+        let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
         let engine = CallEngine(localPeer: peer, link: link, configuration: configuration)
         return try await engine.establish(timeout: configuration.connectTimeout)
     }
@@ -35,8 +39,9 @@ public struct ConduitRuntime: Sendable {
     public func listen(on url: String? = nil, as peer: PeerID) async throws(ConduitError) -> CallListener {
         try configuration.validate()
         let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
-        let listener = try await transport.listen(on: resolved)
-        return CallListener(listener: listener, peer: peer, configuration: configuration)
+        let reliability = try ReliableLink.Configuration(url: resolved)
+        let listener = try await transport.listen(on: resolved.withoutReliableLinkOptions)
+        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability)
     }
 }
 
@@ -45,11 +50,13 @@ public final class CallListener: Sendable {
     private let listener: any TransportListener
     private let peer: PeerID
     private let configuration: ConduitConfiguration
+    private let reliability: ReliableLink.Configuration
 
-    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration) {
+    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration) {
         self.listener = listener
         self.peer = peer
         self.configuration = configuration
+        self.reliability = reliability
     }
 
     /// The address callers reach this listener at.
@@ -58,7 +65,8 @@ public final class CallListener: Sendable {
     /// The next call whose handshake completed, or nil once the listener is closed. A link whose
     /// handshake fails or times out is dropped and the next one is awaited.
     public func accept() async throws(ConduitError) -> Call? {
-        while let link = try await listener.accept() {
+        while let raw = try await listener.accept() {
+            let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
             let engine = CallEngine(localPeer: peer, link: link, configuration: configuration)
             if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
         }

@@ -30,10 +30,16 @@ public struct ConformanceSuite: Sendable {
     /// An address where nothing listens.
     public let deadAddress: TransportURL
 
-    public init(transport: any Transport, address: @escaping @Sendable (Int) -> TransportURL, deadAddress: TransportURL) {
+    /// The path under the links loses datagrams (a reliability engine over impaired loopback or
+    /// a lossy network): unreliable session types may then deliver fewer messages, and the suite
+    /// checks them for at-most-once, intact delivery instead of completeness.
+    public let pathIsLossy: Bool
+
+    public init(transport: any Transport, address: @escaping @Sendable (Int) -> TransportURL, deadAddress: TransportURL, pathIsLossy: Bool = false) {
         self.transport = transport
         self.address = address
         self.deadAddress = deadAddress
+        self.pathIsLossy = pathIsLossy
     }
 
     public func run(_ testCase: Case) async throws {

@@ -1,0 +1,40 @@
+/// Which reliable-link channel, and which delivery, carries each frame of a call.
+///
+/// One channel per data session (its stream ID and subgroup ID), so a stalled or lossy session
+/// never holds up another (no head-of-line blocking across sessions). A session's control frames
+/// (open, unsupported, close) ride its own channel, reliable and ordered, so a close can never
+/// overtake the data sent before it. Hello and goodbye ride channel 0 (stream IDs start at 100).
+///
+/// ```
+///  channel = subgroupID << 16 | streamID        (0 = the call itself)
+///  reliable types    → ordered, retransmitted until acknowledged
+///  unreliable types  → unordered, never retransmitted (maxRetransmits 0), as in WebRTC
+/// ```
+public enum LinkChannelMap {
+    public static let callChannel: UInt32 = 0
+
+    /// Classifies one frame written by ``CallMachine``. Bytes that are not a well-formed Conduit
+    /// frame go on the call channel, reliably and in order: the peer's parser counts and drops them.
+    public static func classify(_ frame: UnsafeRawBufferPointer) -> (channel: UInt32, delivery: Reliability) {
+        guard frame.count >= ControlFrame.headerSize else { return (callChannel, .reliableOrdered) }
+        switch frame[0] & 0x0F {
+        case FrameKind.data.rawValue:
+            guard let (header, _) = try? DataFrameHeader.parse(frame) else { return (callChannel, .reliableOrdered) }
+            return (channel(stream: UInt16(truncatingIfNeeded: header.streamID.rawValue), subgroupID: header.subgroupID), .for(header.sessionType))
+        case FrameKind.control.rawValue:
+            switch try? ControlFrame.parse(frame) {
+            case .sessionOpen(let stream, let subgroupID, _, _)?, .sessionUnsupported(let stream, let subgroupID)?,
+                 .sessionClose(let stream, let subgroupID, _)?:
+                return (channel(stream: UInt16(truncatingIfNeeded: stream.rawValue), subgroupID: subgroupID), .reliableOrdered)
+            case .hello?, .goodbye?, nil:
+                return (callChannel, .reliableOrdered)
+            }
+        default:
+            return (callChannel, .reliableOrdered)
+        }
+    }
+
+    @inlinable public static func channel(stream: UInt16, subgroupID: UInt16) -> UInt32 {
+        UInt32(subgroupID) << 16 | UInt32(stream)
+    }
+}

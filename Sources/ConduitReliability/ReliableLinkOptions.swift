@@ -1,0 +1,36 @@
+public import ConduitCore
+
+extension ReliableLink.Configuration {
+    /// The link's knobs from a transport URL's query, for transports the engine runs over:
+    ///
+    /// | option | meaning | default |
+    /// |---|---|---|
+    /// | `keepalive-ms` | PING after this long without sending (0: never) | 5000 |
+    /// | `idle-timeout-ms` | close after this long without hearing the peer (0: never) | 30000 |
+    /// | `receive-window` | bytes buffered for the call above, advertised to the peer | 4194304 |
+    ///
+    /// The datagram size comes from the transport's own `mtu`.
+    /// The query keys read here; they are taken out of the URL before the transport sees it.
+    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window"]
+
+    public init(url: TransportURL) throws(ConduitError) {
+        self.init()
+        let keepalive = try url.intOption("keepalive-ms", default: 5_000, in: 0...3_600_000)
+        keepaliveInterval = keepalive == 0 ? nil : .milliseconds(keepalive)
+        let idle = try url.intOption("idle-timeout-ms", default: 30_000, in: 0...86_400_000)
+        idleTimeout = idle == 0 ? nil : .milliseconds(idle)
+        receiveWindow = try url.intOption("receive-window", default: receiveWindow, in: 65_536...(1 << 30))
+        // Keep the untransmitted queue short: the call above has its own paced queue, and
+        // a short one here lets its queue-delay signal (`tooLongQueuedData`) see congestion.
+        maxSendQueueBytes = 1 << 20
+    }
+}
+
+extension TransportURL {
+    /// This URL without the reliable link's options: what the transport itself is given.
+    public var withoutReliableLinkOptions: TransportURL {
+        var url = self
+        url.query = query.filter { !ReliableLink.Configuration.urlOptionKeys.contains($0.key) }
+        return url
+    }
+}

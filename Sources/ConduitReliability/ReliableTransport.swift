@@ -1,0 +1,43 @@
+public import ConduitCore
+
+/// Any transport with the core's reliability engine under each of its links, for hosts that use
+/// transports directly rather than through `ConduitRuntime` (which wraps unreliable links itself),
+/// and for the conformance suite. Links that are already reliable and ordered pass through.
+public struct ReliableTransport: Transport {
+    public let inner: any Transport
+
+    public init(wrapping inner: any Transport) { self.inner = inner }
+
+    public var schemes: [String] { inner.schemes }
+
+    public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
+        let configuration = try ReliableLink.Configuration(url: url)
+        let link = try await inner.connect(to: url.withoutReliableLinkOptions)
+        return await ReliableTransportLink.wrapIfNeeded(link, configuration: configuration)
+    }
+
+    public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
+        let configuration = try ReliableLink.Configuration(url: url)
+        let listener = try await inner.listen(on: url.withoutReliableLinkOptions)
+        return ReliableTransportListener(inner: listener, configuration: configuration)
+    }
+}
+
+final class ReliableTransportListener: TransportListener {
+    let inner: any TransportListener
+    let configuration: ReliableLink.Configuration
+
+    init(inner: any TransportListener, configuration: ReliableLink.Configuration) {
+        self.inner = inner
+        self.configuration = configuration
+    }
+
+    var localURL: TransportURL { inner.localURL }
+
+    func accept() async throws(ConduitError) -> (any TransportLink)? {
+        guard let link = try await inner.accept() else { return nil }
+        return await ReliableTransportLink.wrapIfNeeded(link, configuration: configuration)
+    }
+
+    func close() async { await inner.close() }
+}

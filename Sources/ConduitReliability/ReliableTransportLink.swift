@@ -1,0 +1,263 @@
+public import ConduitCore
+
+/// The core's reliability engine (``ReliableLink``) driven over a link that loses, duplicates and
+/// reorders datagrams (raw UDP, impaired loopback), presenting a reliable, ordered
+/// ``TransportLink`` to the call above it: "the core supplies what a transport lacks".
+///
+/// One actor per link. Three tasks feed it, each one hop per batch, never per packet: the reader
+/// (inner link → engine), the pump (engine → inner link) and a timer for the engine's deadlines.
+/// Frames from the call are put on channels by ``LinkChannelMap`` (one per data session, with
+/// the session type's delivery), so a lossy unreliable session never stalls a reliable one.
+public actor ReliableTransportLink: TransportLink {
+    public nonisolated let capabilities: TransportCapabilities
+    public nonisolated let remoteDescription: String
+    public nonisolated let configuration: ReliableLink.Configuration
+
+    private let inner: any TransportLink
+    private var engine: ReliableLink
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+
+    private var reader: CheckedContinuation<Void, Never>?
+    private var writers: [CheckedContinuation<Void, Never>] = []
+    private let wakeups: AsyncStream<Void>
+    private let wakeSink: AsyncStream<Void>.Continuation
+    private var timer: (task: Task<Void, Never>, deadline: ConduitInstant)?
+    private var tasks: [Task<Void, Never>] = []
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set when the inner link ended (the peer closed it, or it failed) or idled out.
+    private var innerEnded = false
+    private var closeReason: String?
+    private var isClosed = false
+    private var dueInARow = 0
+    private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
+
+    /// Frames handed to one `read`, at most.
+    static let maxFramesPerRead = 256
+
+    public init(wrapping inner: any TransportLink, configuration: ReliableLink.Configuration) {
+        var configuration = configuration
+        configuration.maxDatagramSize = min(inner.capabilities.mtu, 65_535)
+        self.inner = inner
+        self.configuration = configuration
+        self.remoteDescription = inner.remoteDescription
+        let frame = configuration.maxFramePayload
+        self.capabilities = TransportCapabilities(
+            isReliable: true, isOrdered: true, supportsPartialReliability: true, maxDatagramSize: frame, mtu: frame
+        )
+        let origin = ContinuousClock().now
+        self.origin = origin
+        self.engine = ReliableLink(configuration: configuration, now: .zero)
+        (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Wraps `link` unless it is already reliable and ordered.
+    public static func wrapIfNeeded(_ link: any TransportLink, configuration: ReliableLink.Configuration) async -> any TransportLink {
+        guard !link.capabilities.isReliable || !link.capabilities.isOrdered else { return link }
+        let wrapped = ReliableTransportLink(wrapping: link, configuration: configuration)
+        await wrapped.start()
+        return wrapped
+    }
+
+    /// Starts the reader, pump and timer. Call once, before use.
+    public func start() {
+        guard tasks.isEmpty else { return }
+        tasks.append(Task { await self.readLoop() })
+        tasks.append(Task { await self.pumpLoop() })
+        scheduleTimer()
+    }
+
+    private func now() -> ConduitInstant {
+        ConduitInstant(nanoseconds: UInt64(max(0, origin.duration(to: clock.now).nanosecondsClamped)))
+    }
+
+    /// The engine's counters and congestion state.
+    public var statistics: ReliableLink.Statistics { engine.statistics }
+
+    // MARK: TransportLink
+
+    public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+        for index in 0..<batch.count {
+            while true {
+                if let failure = writeFailure { throw failure }
+                let result = batch.withDatagram(index) { frame -> ReliableLink.SendResult in
+                    let (channel, delivery) = LinkChannelMap.classify(frame)
+                    return engine.send(Array(frame), channel: channel, delivery: delivery, now: now())
+                }
+                switch result {
+                case .queued:
+                    break
+                case .queueFull:
+                    wake()
+                    await withCheckedContinuation { writers.append($0) }
+                    continue
+                case .frameTooLarge(let limit):
+                    throw ConduitError(.protocolViolation, "a \(batch.range(of: index).count)-byte frame exceeds the reliable link's \(limit)-byte limit")
+                case .tooManyChannels:
+                    throw ConduitError(.protocolViolation, "more than \(configuration.maxChannels) channels on the link to \(remoteDescription)")
+                }
+                break
+            }
+        }
+        wake()
+    }
+
+    private var writeFailure: ConduitError? {
+        guard isClosed || innerEnded else { return nil }
+        return ConduitError(.connectionClosed, "the link to \(remoteDescription) is closed\(closeReason.map { " (\($0))" } ?? "")")
+    }
+
+    /// Frames the peer sent, in delivery order; nil once the link is closed and drained.
+    public func read() async throws(ConduitError) -> DatagramBatch? {
+        while true {
+            var batch = DatagramBatch()
+            let current = now()
+            while batch.count < Self.maxFramesPerRead, let frame = engine.pollDelivery(now: current) {
+                batch.append(frame.bytes)
+            }
+            if !batch.isEmpty {
+                // Reading frees receive window: the peer may need to hear about it.
+                wake()
+                return batch
+            }
+            if isClosed || innerEnded { return nil }
+            await withCheckedContinuation { reader = $0 }
+        }
+    }
+
+    /// Closes gracefully: what was written is delivered and acknowledged first (bounded by
+    /// `drainTimeout`), then the inner link closes and the peer reads nil.
+    public func close() async {
+        await close(drainTimeout: .seconds(2))
+    }
+
+    public func close(drainTimeout: Duration) async {
+        guard !isClosed else { return }
+        if !innerEnded, !engine.isQuiescent {
+            wake()
+            let waiter = Task { [weak self] in
+                try? await Task.sleep(for: drainTimeout)
+                await self?.releaseDrainWaiters()
+            }
+            await withCheckedContinuation { drainWaiters.append($0) }
+            waiter.cancel()
+        }
+        guard !isClosed else { return }
+        isClosed = true
+        timer?.task.cancel()
+        timer = nil
+        wakeSink.finish()
+        await inner.close()
+        resumeAll()
+    }
+
+    // MARK: Loops
+
+    private func readLoop() async {
+        while true {
+            let batch: DatagramBatch?
+            do { batch = try await inner.read() } catch { batch = nil }
+            guard let batch else { break }
+            engine.handle(batch: batch, now: now())
+            if engine.hasPendingDeliveries { resumeReader() }
+            wake()
+        }
+        endInner("the peer closed the link")
+    }
+
+    private func pumpLoop() async {
+        for await _ in wakeups {
+            while !isClosed, !innerEnded {
+                outputBatch.removeAll()
+                guard engine.pollTransmit(now: now(), into: &outputBatch) > 0 else { break }
+                let batch = outputBatch
+                resumeWriters()
+                do { try await inner.write(batch) } catch {
+                    endInner("writing failed: \(error)")
+                    break
+                }
+            }
+            resumeWriters()
+            if engine.isQuiescent { releaseDrainWaiters() }
+            scheduleTimer()
+        }
+    }
+
+    private func wake() { wakeSink.yield() }
+
+    /// Arms the timer for the engine's next deadline, unless it is armed for that time or earlier.
+    private func scheduleTimer() {
+        guard !isClosed, !innerEnded else { return }
+        let current = now()
+        guard let deadline = engine.nextDeadline(now: current) else { return }
+        if deadline <= current, dueInARow < 64 {
+            // Already due: let time pass in the engine now (loss detection, probes, ACK delay),
+            // then the pump sends what that decided.
+            dueInARow += 1
+            runTimeouts(now: current)
+            return
+        }
+        // A deadline that stays due after its timeouts ran would spin the pump; sleep a moment.
+        let wakeAt = dueInARow >= 64 ? current + .milliseconds(1) : deadline
+        dueInARow = 0
+        if let armed = timer, armed.deadline <= wakeAt { return }
+        timer?.task.cancel()
+        let delay = wakeAt - current
+        let task = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await self?.timerFired()
+        }
+        timer = (task, wakeAt)
+    }
+
+    private func timerFired() {
+        timer = nil
+        guard !isClosed, !innerEnded else { return }
+        runTimeouts(now: now())
+        scheduleTimer()
+    }
+
+    private func runTimeouts(now current: ConduitInstant) {
+        engine.handleTimeout(now: current)
+        if engine.isIdleTimedOut(now: current) {
+            endInner("nothing heard from the peer for \(configuration.idleTimeout.map { "\($0)" } ?? "too long")")
+            Task { await self.inner.close() }
+            return
+        }
+        if engine.hasPendingDeliveries { resumeReader() }
+        wake()
+    }
+
+    private func endInner(_ reason: String) {
+        guard !innerEnded else { return }
+        innerEnded = true
+        closeReason = reason
+        timer?.task.cancel()
+        timer = nil
+        resumeAll()
+    }
+
+    private func resumeReader() {
+        reader?.resume()
+        reader = nil
+    }
+
+    private func resumeWriters() {
+        let waiting = writers
+        writers.removeAll()
+        for writer in waiting { writer.resume() }
+    }
+
+    private func releaseDrainWaiters() {
+        let waiting = drainWaiters
+        drainWaiters.removeAll()
+        for waiter in waiting { waiter.resume() }
+    }
+
+    private func resumeAll() {
+        resumeReader()
+        resumeWriters()
+        releaseDrainWaiters()
+    }
+}
