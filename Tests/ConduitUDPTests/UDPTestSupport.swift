@@ -36,7 +36,6 @@ enum UDPTestSupport {
             await listener.close()
             throw ConduitError(.connectionFailed, "the listener accepted nothing")
         }
-        defer { }
         do {
             let result = try await body(listener, client, server)
             await client.close()
@@ -166,3 +165,8 @@ final class UDPTap: Sendable {
         try? await back?.close()
     }
 }
+
+/// Every UDP transport suite, run one test at a time: they measure the process's resident memory
+/// and pace datagrams through the kernel, which concurrent tests would disturb.
+@Suite("UDP transport", .serialized)
+enum UDPTransportTests {}
