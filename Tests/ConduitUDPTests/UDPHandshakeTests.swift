@@ -112,6 +112,26 @@ extension UDPTransportTests {
             #expect(elapsed >= .milliseconds(650) && elapsed < .seconds(3))
         }
 
+        @Test func cancellingAConnectEndsItPromptly() async throws {
+            let port = try await UDPConformanceTests.deadPort()
+            let url = try UDPTestSupport.url("udp://127.0.0.1:\(port)?connect-timeout-ms=5000")
+            let start = ContinuousClock.now
+            let attempt = Task { () async throws -> Bool in
+                let link = try await UDPTransport().connect(to: url)
+                await link.close()
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            attempt.cancel()
+            let result = await attempt.result
+            guard case .failure(let failure) = result else {
+                Issue.record("connected to nothing")
+                return
+            }
+            #expect((failure as? ConduitError)?.code == .connectionFailed)
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+
         @Test(arguments: ["udp://127.0.0.1:0?mtu=100", "udp://127.0.0.1:0?mtu=x", "udp://127.0.0.1:0?colour=red", "udp://127.0.0.1", "udp://127.0.0.1:0/path", "udp://not a host:0"])
         func badURLsAreTypedErrors(_ text: String) async throws {
             await #expect(throws: ConduitError.self) {

@@ -60,10 +60,16 @@ final class UDPClientHandshake: Sendable {
         return promise.futureResult
     }
 
+    /// Gives up (from any thread): `connect` was cancelled.
+    func cancel(_ error: ConduitError) {
+        promise.futureResult.eventLoop.execute { self.fail(error) }
+    }
+
     private func fail(_ error: ConduitError) {
         guard case .handshaking = state.value.phase else { return }
         state.value.phase = .failed
         state.value.timer?.cancel()
+        state.value.deadline?.cancel()
         promise.fail(error)
     }
 

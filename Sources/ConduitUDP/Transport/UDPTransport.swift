@@ -65,11 +65,16 @@ public struct UDPTransport: Transport {
         )
         let timeout = ConduitError(.timedOut, "no answer from udp://\(UDPSocket.describe(server)) within \(options.connectTimeoutText)")
         do {
-            return try await handshake.start(
+            let established = handshake.start(
                 on: channel,
                 timeout: .milliseconds(Int64(options.connectTimeoutMilliseconds)),
                 timeoutError: timeout
-            ).get()
+            )
+            return try await withTaskCancellationHandler {
+                try await established.get()
+            } onCancel: {
+                handshake.cancel(ConduitError(.connectionFailed, "connecting to udp://\(UDPSocket.describe(server)) was cancelled"))
+            }
         } catch {
             try? await channel.close()
             throw (error as? ConduitError) ?? ConduitError(.connectionFailed, "connecting to \(url) failed: \(error)")
