@@ -1,0 +1,143 @@
+import ConduitCore
+import NIOCore
+
+/// The client side of the cookie handshake, on the client channel's event loop:
+///
+/// ```
+///   HELLO ──▶            (retransmitted: 200 ms, doubling, at most 1 s apart)
+///         ◀── COOKIE
+///   HELLO-WITH-COOKIE ──▶ (retransmitted likewise)
+///         ◀── ACCEPT      → the link is established
+/// ```
+///
+/// Afterwards it demultiplexes the channel's datagrams to the link. Only datagrams from the
+/// server's address that echo this attempt's nonce and SSRC move the handshake on.
+final class UDPClientHandshake: Sendable {
+    static let firstRetransmit = TimeAmount.milliseconds(200)
+    static let maxRetransmit = TimeAmount.seconds(1)
+    /// A cookie older than this is given up for a fresh HELLO (the listener accepts ~10 s).
+    static let cookieRefresh = TimeAmount.seconds(8)
+
+    private enum Phase {
+        case handshaking(cookie: UDPCookie?, cookieAt: NIODeadline)
+        case established(UDPLink)
+        case failed
+    }
+
+    private struct State {
+        var phase = Phase.handshaking(cookie: nil, cookieAt: .now())
+        var retransmitDelay = UDPClientHandshake.firstRetransmit
+        var timer: Scheduled<Void>?
+        var deadline: Scheduled<Void>?
+    }
+
+    private let state: NIOLoopBoundBox<State>
+    private let promise: EventLoopPromise<UDPLink>
+    let server: SocketAddress
+    private let ssrc: UInt32
+    private let nonce: UInt64
+    private let mtu: Int
+
+    init(loop: any EventLoop, server: SocketAddress, mtu: Int) {
+        var random = SystemRandomNumberGenerator()
+        state = .makeBoxSendingValue(State(), eventLoop: loop)
+        promise = loop.makePromise()
+        self.server = server
+        ssrc = random.next()
+        nonce = random.next()
+        self.mtu = mtu
+    }
+
+    /// Starts the handshake on `channel`; the future holds the link, or `timeoutError` in time.
+    func start(on channel: any Channel, timeout: TimeAmount, timeoutError: ConduitError) -> EventLoopFuture<UDPLink> {
+        channel.eventLoop.execute {
+            let loop = channel.eventLoop.assumeIsolated()
+            self.state.value.deadline = loop.scheduleTask(in: timeout) {
+                self.fail(timeoutError)
+            }
+            self.transmit(on: channel)
+        }
+        return promise.futureResult
+    }
+
+    /// Gives up (from any thread): `connect` was cancelled.
+    func cancel(_ error: ConduitError) {
+        promise.futureResult.eventLoop.execute { self.fail(error) }
+    }
+
+    private func fail(_ error: ConduitError) {
+        guard case .handshaking = state.value.phase else { return }
+        state.value.phase = .failed
+        state.value.timer?.cancel()
+        state.value.deadline?.cancel()
+        promise.fail(error)
+    }
+
+    /// Sends HELLO, or HELLO-WITH-COOKIE once a cookie came, and schedules the next attempt.
+    private func transmit(on channel: any Channel) {
+        guard case .handshaking(var cookie, let cookieAt) = state.value.phase else { return }
+        if cookie != nil, NIODeadline.now() - cookieAt > Self.cookieRefresh {
+            cookie = nil
+            state.value.phase = .handshaking(cookie: nil, cookieAt: cookieAt)
+        }
+        let version = UDPControlMessage.protocolVersion
+        if let cookie {
+            send(.helloWithCookie(ssrc: ssrc, nonce: nonce, version: version, mtu: UInt16(mtu), cookie: cookie), on: channel)
+        } else {
+            send(.hello(ssrc: ssrc, nonce: nonce, version: version, mtu: UInt16(mtu)), on: channel)
+        }
+        let delay = state.value.retransmitDelay
+        state.value.retransmitDelay = min(delay * 2, Self.maxRetransmit)
+        state.value.timer = channel.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+            self.transmit(on: channel)
+        }
+    }
+
+    private func send(_ message: UDPControlMessage, on channel: any Channel) {
+        var buffer = channel.allocator.buffer(capacity: 48)
+        message.write(into: &buffer)
+        // Errors (ECONNREFUSED after an ICMP port-unreachable) are not fatal: retry until the timeout.
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
+    }
+
+    func receive(_ envelope: AddressedEnvelope<ByteBuffer>, via channel: any Channel) {
+        let data = envelope.data
+        switch state.value.phase {
+        case .established(let link):
+            guard envelope.remoteAddress == server else { return link.countStranger() }
+            if let header = RTPHeader(parsing: data) {
+                link.receive(rtp: data, header: header)
+            } else if RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) {
+                if case .bye(let ssrc) = message { link.receive(byeFrom: ssrc) }  // a repeated ACCEPT is ignored
+            } else {
+                link.countMalformed()
+            }
+        case .handshaking:
+            guard envelope.remoteAddress == server, RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) else { return }
+            switch message {
+            case .cookie(_, let echoed, let cookie) where echoed == nonce:
+                state.value.phase = .handshaking(cookie: cookie, cookieAt: .now())
+                state.value.timer?.cancel()
+                state.value.retransmitDelay = Self.firstRetransmit
+                transmit(on: channel)
+            case .accept(let serverSSRC, let client, let echoed, let agreed)
+            where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
+                state.value.timer?.cancel()
+                state.value.deadline?.cancel()
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed)) {
+                    channel.close()
+                }
+                state.value.phase = .established(link)
+                promise.succeed(link)
+            default:
+                return
+            }
+        case .failed:
+            return
+        }
+    }
+
+    func flushReceived() {
+        if case .established(let link) = state.value.phase { link.flushReceived() }
+    }
+}

@@ -1,0 +1,75 @@
+import NIOCore
+
+/// A stateless handshake cookie: the coarse time it was minted (seconds on the listener's clock)
+/// and a 128-bit SipHash-2-4 tag over the client's address, SSRC, nonce, MTU and that time.
+struct UDPCookie: Hashable, Sendable {
+    var time: UInt32
+    var tagHigh: UInt64
+    var tagLow: UInt64
+
+    func write(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(time)
+        buffer.writeInteger(tagHigh)
+        buffer.writeInteger(tagLow)
+    }
+
+    init(time: UInt32, tagHigh: UInt64, tagLow: UInt64) {
+        self.time = time
+        self.tagHigh = tagHigh
+        self.tagLow = tagLow
+    }
+
+    init?(reading buffer: inout ByteBuffer) {
+        guard let time = buffer.readInteger(as: UInt32.self), let high = buffer.readInteger(as: UInt64.self),
+            let low = buffer.readInteger(as: UInt64.self)
+        else { return nil }
+        self.init(time: time, tagHigh: high, tagLow: low)
+    }
+}
+
+/// Mints and checks cookies with a per-listener random secret. Keeps no per-client state.
+struct UDPCookieJar: Sendable {
+    /// How long a cookie stays valid, in seconds.
+    static let lifetime: UInt32 = 10
+
+    private let hasher: SipHash128
+    private let origin: NIODeadline
+
+    init() {
+        var random = SystemRandomNumberGenerator()
+        hasher = SipHash128(key: (random.next(), random.next()))
+        origin = .now()
+    }
+
+    private var now: UInt32 {
+        UInt32(truncatingIfNeeded: (NIODeadline.now().uptimeNanoseconds &- origin.uptimeNanoseconds) / 1_000_000_000)
+    }
+
+    func mint(for client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16) -> UDPCookie {
+        let time = now
+        let (high, low) = tag(client, ssrc: ssrc, nonce: nonce, mtu: mtu, time: time)
+        return UDPCookie(time: time, tagHigh: high, tagLow: low)
+    }
+
+    func verify(_ cookie: UDPCookie, from client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16) -> Bool {
+        let age = now &- cookie.time
+        guard age <= Self.lifetime else { return false }
+        let (high, low) = tag(client, ssrc: ssrc, nonce: nonce, mtu: mtu, time: cookie.time)
+        // Not constant-time; the secret is per listener and the tag is 128 bits wide.
+        return high == cookie.tagHigh && low == cookie.tagLow
+    }
+
+    private func tag(_ client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16, time: UInt32) -> (UInt64, UInt64) {
+        var message = Array((client.ipAddress ?? "").utf8)
+        message.append(0)
+        func append<T: FixedWidthInteger>(_ value: T) {
+            withUnsafeBytes(of: value.bigEndian) { message.append(contentsOf: $0) }
+        }
+        append(UInt16(truncatingIfNeeded: client.port ?? 0))
+        append(ssrc)
+        append(nonce)
+        append(mtu)
+        append(time)
+        return hasher.hash(message)
+    }
+}

@@ -1,0 +1,178 @@
+public import ConduitCore
+import NIOCore
+import Synchronization
+
+/// One established UDP link: RTP datagrams to and from one peer address and SSRC.
+///
+/// Its state lives on the event loop of the datagram channel it sends through (its own channel on
+/// the client side, the listener's on the server side); received datagrams reach the reader once
+/// per read burst through a bounded inbox.
+public final class UDPLink: TransportLink {
+    public let capabilities: TransportCapabilities
+    public let remoteDescription: String
+    /// This end's SSRC and the peer's.
+    public let localSSRC: UInt32
+    public let remoteSSRC: UInt32
+
+    let channel: any Channel
+    let peer: SocketAddress
+    private let state: NIOLoopBoundBox<State>
+    private let inbox = UDPInbox()
+    private let origin: NIODeadline
+    private let closed = Atomic<Bool>(false)
+    /// Run on the event loop once the link is closed (either side): frees what it holds there.
+    private let detach: @Sendable () -> EventLoopFuture<Void>
+
+    private struct State {
+        var sequence: UInt16
+        var statistics = UDPLinkStatistics()
+        var received = DatagramBatch()
+        var isOpen = true
+    }
+
+    /// Created on `channel`'s event loop.
+    init(
+        channel: any Channel,
+        peer: SocketAddress,
+        localSSRC: UInt32,
+        remoteSSRC: UInt32,
+        mtu: Int,
+        detach: @escaping @Sendable () -> EventLoopFuture<Void>
+    ) {
+        var random = SystemRandomNumberGenerator()
+        self.capabilities = UDPOptions.capabilities(mtu: mtu)
+        self.remoteDescription = "udp://\(UDPSocket.describe(peer))"
+        self.localSSRC = localSSRC
+        self.remoteSSRC = remoteSSRC
+        self.channel = channel
+        self.peer = peer
+        self.state = NIOLoopBoundBox(State(sequence: random.next()), eventLoop: channel.eventLoop)
+        self.origin = .now()
+        self.detach = detach
+    }
+
+    // MARK: Writing
+
+    public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+        guard !batch.isEmpty else { return }
+        for index in 0..<batch.count where batch.range(of: index).count > capabilities.maxDatagramSize {
+            throw ConduitError(
+                .protocolViolation,
+                "a \(batch.range(of: index).count)-byte datagram exceeds this UDP link's limit of \(capabilities.maxDatagramSize) (mtu \(capabilities.mtu + RTPHeader.size) less the RTP header)"
+            )
+        }
+        guard !closed.load(ordering: .relaxed) else { throw closedError }
+        let future = channel.eventLoop.flatSubmit { self.send(batch) }
+        do {
+            try await future.get()
+        } catch let error as ConduitError {
+            throw error
+        } catch {
+            throw ConduitError(.connectionClosed, "writing to \(remoteDescription) failed: \(error)")
+        }
+    }
+
+    private var closedError: ConduitError {
+        ConduitError(.connectionClosed, "the UDP link to \(remoteDescription) is closed")
+    }
+
+    /// On the loop: one RTP datagram per batch entry, one flush; the future completes when the
+    /// last datagram has gone to the kernel (backpressure for the writer).
+    private func send(_ batch: DatagramBatch) -> EventLoopFuture<Void> {
+        let loop = channel.eventLoop
+        guard state.value.isOpen else { return loop.makeFailedFuture(closedError) }
+        let timestamp = UInt32(truncatingIfNeeded: (NIODeadline.now().uptimeNanoseconds &- origin.uptimeNanoseconds) / 1_000_000)
+        let promise = loop.makePromise(of: Void.self)
+        var sequence = state.value.sequence
+        for index in 0..<batch.count {
+            let count = batch.range(of: index).count
+            var buffer = channel.allocator.buffer(capacity: RTPHeader.size + count)
+            RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
+            sequence &+= 1
+            batch.withDatagram(index) { _ = buffer.writeBytes($0) }
+            channel.write(AddressedEnvelope(remoteAddress: peer, data: buffer), promise: index == batch.count - 1 ? promise : nil)
+        }
+        channel.flush()
+        state.value.sequence = sequence
+        state.value.statistics.datagramsSent += batch.count
+        state.value.statistics.bytesSent += batch.byteCount
+        let channel = self.channel
+        return promise.futureResult.flatMapError { [state] error in
+            // A refused datagram (ECONNREFUSED after an ICMP error, say) is a lost datagram.
+            guard channel.isActive else { return loop.makeFailedFuture(error) }
+            state.value.statistics.sendErrors += 1
+            return loop.makeSucceededVoidFuture()
+        }
+    }
+
+    // MARK: Receiving, on the loop
+
+    /// An RTP datagram from the peer's address.
+    func receive(rtp buffer: ByteBuffer, header: RTPHeader) {
+        guard state.value.isOpen else { return }
+        guard header.ssrc == remoteSSRC else {
+            state.value.statistics.droppedStranger += 1
+            return
+        }
+        guard buffer.readableBytes <= capabilities.mtu + RTPHeader.size else {
+            state.value.statistics.droppedMalformed += 1
+            return
+        }
+        buffer.withUnsafeReadableBytes { bytes in
+            state.value.received.append(UnsafeRawBufferPointer(rebasing: bytes[RTPHeader.size...]))
+        }
+        state.value.statistics.datagramsReceived += 1
+        state.value.statistics.bytesReceived += buffer.readableBytes - RTPHeader.size
+    }
+
+    func countMalformed() { state.value.statistics.droppedMalformed += 1 }
+    func countStranger() { state.value.statistics.droppedStranger += 1 }
+
+    /// End of a read burst: hands what arrived to the reader.
+    func flushReceived() {
+        guard !state.value.received.isEmpty else { return }
+        let batch = state.value.received
+        state.value.received = DatagramBatch()
+        let accepted = inbox.deliver(batch)
+        state.value.statistics.droppedQueueFull += batch.count - accepted
+    }
+
+    /// A BYE from the peer's address: reads end once what arrived before it is read.
+    func receive(byeFrom ssrc: UInt32) {
+        guard ssrc == remoteSSRC else {
+            state.value.statistics.droppedStranger += 1
+            return
+        }
+        guard state.value.isOpen else { return }
+        flushReceived()
+        state.value.isOpen = false
+        closed.store(true, ordering: .relaxed)
+        inbox.finish(discarding: false)
+        _ = detach()
+    }
+
+    // MARK: Reading and closing
+
+    public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.read() }
+
+    /// Sends BYE (unless the peer already said it), ends reads, and releases the socket or the
+    /// listener's table entry. Never waits for the peer, so it returns even if the peer vanished.
+    public func close() async {
+        closed.store(true, ordering: .relaxed)
+        inbox.finish(discarding: true)
+        let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
+            guard self.state.value.isOpen else { return self.channel.eventLoop.makeSucceededVoidFuture() }
+            self.state.value.isOpen = false
+            var buffer = self.channel.allocator.buffer(capacity: 8)
+            UDPControlMessage.bye(ssrc: self.localSSRC).write(into: &buffer)
+            let sent = self.channel.writeAndFlush(AddressedEnvelope(remoteAddress: self.peer, data: buffer))
+            return sent.flatMapError { _ in self.channel.eventLoop.makeSucceededVoidFuture() }.flatMap { self.detach() }
+        }
+        try? await future.get()
+    }
+
+    /// What this link has sent, received and dropped so far.
+    public func statistics() async -> UDPLinkStatistics {
+        (try? await channel.eventLoop.submit { self.state.value.statistics }.get()) ?? UDPLinkStatistics()
+    }
+}

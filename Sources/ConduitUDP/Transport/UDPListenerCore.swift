@@ -1,0 +1,138 @@
+import ConduitCore
+import NIOCore
+
+/// The listener's event-loop side: the stateless cookie exchange and the demultiplexer from
+/// remote address to established link. Everything here runs on the listening channel's loop.
+final class UDPListenerCore: Sendable {
+    static let maxLinks = 1024
+    static let maxPending = 64
+
+    struct State {
+        var links: [SocketAddress: UDPLink] = [:]
+        var dirty: [UDPLink] = []
+        var statistics = UDPListenerStatistics()
+        var isOpen = true
+    }
+
+    let state: NIOLoopBoundBox<State>
+    let backlog = AsyncBoundedChannel<UDPLink>(capacity: maxPending)
+    let mtu: Int
+    /// The SSRC the listener's COOKIE messages carry.
+    private let ssrc: UInt32
+    private let jar = UDPCookieJar()
+
+    init(loop: any EventLoop, mtu: Int) {
+        var random = SystemRandomNumberGenerator()
+        state = .makeBoxSendingValue(State(), eventLoop: loop)
+        ssrc = random.next()
+        self.mtu = mtu
+    }
+
+    func receive(_ envelope: AddressedEnvelope<ByteBuffer>, via channel: any Channel) {
+        let from = envelope.remoteAddress
+        let data = envelope.data
+        if let link = state.value.links[from] {
+            return dispatch(data, to: link, via: channel)
+        }
+        if RTPHeader(parsing: data) != nil {
+            state.value.statistics.strayDatagrams += 1
+            return
+        }
+        guard RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) else {
+            state.value.statistics.malformed += 1
+            return
+        }
+        switch message {
+        case .hello(let client, let nonce, let version, let mtu):
+            guard version == UDPControlMessage.protocolVersion, UDPOptions.mtuRange.contains(Int(mtu)) else {
+                state.value.statistics.malformed += 1
+                return
+            }
+            guard hasRoom() else { return }
+            let cookie = jar.mint(for: from, ssrc: client, nonce: nonce, mtu: mtu)
+            send(.cookie(ssrc: ssrc, nonce: nonce, cookie: cookie), to: from, via: channel)
+            state.value.statistics.hellosAnswered += 1
+        case .helloWithCookie(let client, let nonce, let version, let mtu, let cookie):
+            guard version == UDPControlMessage.protocolVersion, UDPOptions.mtuRange.contains(Int(mtu)),
+                jar.verify(cookie, from: from, ssrc: client, nonce: nonce, mtu: mtu)
+            else {
+                state.value.statistics.badCookies += 1
+                return
+            }
+            guard hasRoom() else { return }
+            establish(from: from, ssrc: client, nonce: nonce, mtu: min(Int(mtu), self.mtu), via: channel)
+        case .cookie, .accept, .bye:
+            state.value.statistics.strayDatagrams += 1
+        }
+    }
+
+    /// False (counting the refusal) when another link would exceed a limit.
+    private func hasRoom() -> Bool {
+        guard state.value.isOpen, state.value.links.count < Self.maxLinks, backlog.bufferedWeight < Self.maxPending else {
+            state.value.statistics.refusedAtCapacity += 1
+            return false
+        }
+        return true
+    }
+
+    private func establish(from peer: SocketAddress, ssrc client: UInt32, nonce: UInt64, mtu: Int, via channel: any Channel) {
+        var random = SystemRandomNumberGenerator()
+        var candidate: UInt32 = random.next()
+        while candidate == client { candidate = random.next() }
+        let local = candidate
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu) { [state] in
+            if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
+        guard backlog.trySend(link) else {
+            state.value.statistics.refusedAtCapacity += 1
+            return
+        }
+        state.value.links[peer] = link
+        state.value.statistics.linksEstablished += 1
+        send(.accept(ssrc: local, clientSSRC: client, nonce: nonce, mtu: UInt16(mtu)), to: peer, via: channel)
+    }
+
+    private func dispatch(_ data: ByteBuffer, to link: UDPLink, via channel: any Channel) {
+        if let header = RTPHeader(parsing: data) {
+            link.receive(rtp: data, header: header)
+            if state.value.dirty.last !== link { state.value.dirty.append(link) }
+            return
+        }
+        guard RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) else {
+            link.countMalformed()
+            return
+        }
+        switch message {
+        case .bye(let ssrc):
+            link.receive(byeFrom: ssrc)
+        case .helloWithCookie(let client, let nonce, _, _, _) where client == link.remoteSSRC:
+            // The first ACCEPT may have been lost: say it again (the link already exists).
+            state.value.statistics.acceptsRepeated += 1
+            send(.accept(ssrc: link.localSSRC, clientSSRC: client, nonce: nonce, mtu: UInt16(link.capabilities.mtu + RTPHeader.size)), to: link.peer, via: channel)
+        case .hello, .helloWithCookie, .cookie, .accept:
+            link.countStranger()
+        }
+    }
+
+    /// End of a read burst: every link that got data hands it to its reader.
+    func flushReceived() {
+        let dirty = state.value.dirty
+        guard !dirty.isEmpty else { return }
+        state.value.dirty.removeAll(keepingCapacity: true)
+        for link in dirty { link.flushReceived() }
+    }
+
+    private func send(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
+        var buffer = channel.allocator.buffer(capacity: 48)
+        message.write(into: &buffer)
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+    }
+
+    /// Stops taking links; returns every live one (to be closed).
+    func shutDown() -> [UDPLink] {
+        state.value.isOpen = false
+        defer { state.value.links.removeAll() }
+        return Array(state.value.links.values)
+    }
+}

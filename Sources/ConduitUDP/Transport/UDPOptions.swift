@@ -1,0 +1,56 @@
+import ConduitCore
+import NIOCore
+
+/// The options of a `udp://HOST:PORT?...` URL.
+struct UDPOptions: Sendable {
+    static let defaultMTU = 1_232
+    static let mtuRange = 256...65_507
+    static let known = ["mtu", "connect-timeout-ms"]
+
+    /// UDP payload bytes per datagram (RTP header included).
+    var mtu: Int
+    var connectTimeoutMilliseconds: Int
+
+    init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
+        guard url.scheme == "udp" else {
+            throw ConduitError(.invalidAddress, "\(url) is not a udp:// URL")
+        }
+        guard let port = url.port, url.path.isEmpty else {
+            throw ConduitError(.invalidAddress, "a UDP address is udp://HOST:PORT, got \(url)")
+        }
+        guard listening || port != 0 else {
+            throw ConduitError(.invalidAddress, "cannot connect to port 0 (\(url))")
+        }
+        if let unknown = url.query.keys.sorted().first(where: { !Self.known.contains($0) }) {
+            throw ConduitError(.invalidConfiguration, "unknown udp option '\(unknown)' (known: \(Self.known.joined(separator: ", ")))")
+        }
+        mtu = try url.intOption("mtu", default: Self.defaultMTU, in: Self.mtuRange)
+        connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
+    }
+
+    var connectTimeoutText: String {
+        connectTimeoutMilliseconds % 1000 == 0 ? "\(connectTimeoutMilliseconds / 1000) s" : "\(connectTimeoutMilliseconds) ms"
+    }
+
+    /// The capabilities of a link that carries `mtu`-byte UDP payloads.
+    static func capabilities(mtu: Int) -> TransportCapabilities {
+        TransportCapabilities(
+            isReliable: false,
+            isOrdered: false,
+            supportsPartialReliability: false,
+            maxDatagramSize: mtu - RTPHeader.size,
+            mtu: mtu - RTPHeader.size
+        )
+    }
+
+    /// The socket address of `url`: an IP literal, else a name resolved by the system.
+    static func resolve(_ url: TransportURL) throws(ConduitError) -> SocketAddress {
+        let port = url.port ?? 0
+        if let address = try? SocketAddress(ipAddress: url.host, port: port) { return address }
+        do {
+            return try SocketAddress.makeAddressResolvingHost(url.host, port: port)
+        } catch {
+            throw ConduitError(.invalidAddress, "cannot resolve '\(url.host)' in \(url): \(error)")
+        }
+    }
+}

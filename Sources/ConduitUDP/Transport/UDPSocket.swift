@@ -1,0 +1,63 @@
+import ConduitCore
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Binds the NIO datagram channels of the transport: batched reads sized for the MTU, a few MiB of
+/// kernel buffers, and no SO_REUSEADDR (on Linux it would let a second socket bind the same UDP port).
+enum UDPSocket {
+    static let socketBufferBytes = 4 << 20
+    static let maxVectorReads = 32
+
+    static func bind(
+        to address: SocketAddress,
+        on loop: any EventLoop,
+        mtu: Int,
+        onDatagram: @escaping @Sendable (AddressedEnvelope<ByteBuffer>, any Channel) -> Void,
+        onBurstEnd: @escaping @Sendable () -> Void
+    ) async throws(ConduitError) -> any Channel {
+        // A slice per message one byte over the MTU, so that a larger datagram shows as too large.
+        let slice = (mtu + 1 + 63) & ~63
+        let vectorReads = max(1, min(maxVectorReads, (1 << 20) / slice))
+        do {
+            return try await DatagramBootstrap(group: loop)
+                .channelOption(.datagramVectorReadMessageCount, value: vectorReads)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slice * vectorReads))
+                .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(socketBufferBytes))
+                .channelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(socketBufferBytes))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: onDatagram, onBurstEnd: onBurstEnd))
+                    }
+                }
+                .bind(to: address).get()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw ConduitError(.addressInUse, "udp://\(describe(address)) is already in use")
+        } catch {
+            throw ConduitError(.connectionFailed, "cannot bind a UDP socket to \(describe(address)): \(error)")
+        }
+    }
+
+    /// `HOST:PORT` with IPv6 hosts in brackets.
+    static func describe(_ address: SocketAddress) -> String {
+        let host = address.ipAddress ?? "?"
+        let port = address.port ?? 0
+        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// The wildcard address of `remote`'s family, port 0: where a client socket binds.
+    static func ephemeral(for remote: SocketAddress) throws(ConduitError) -> SocketAddress {
+        do {
+            return try SocketAddress(ipAddress: remote.protocol == .inet6 ? "::" : "0.0.0.0", port: 0)
+        } catch {
+            throw ConduitError(.invalidAddress, "no local address for \(describe(remote))")
+        }
+    }
+}

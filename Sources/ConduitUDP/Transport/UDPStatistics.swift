@@ -1,0 +1,43 @@
+/// What one UDP link did. Counts since the link was established.
+public struct UDPLinkStatistics: Sendable, Hashable, Codable {
+    public var datagramsSent = 0
+    public var bytesSent = 0
+    public var datagramsReceived = 0
+    public var bytesReceived = 0
+    /// Received datagrams dropped because the reader fell behind (the link's inbox was full).
+    public var droppedQueueFull = 0
+    /// Datagrams from the peer's address that were neither our RTP nor our RTCP, or too large.
+    public var droppedMalformed = 0
+    /// RTP from the peer's address with a foreign SSRC, or (client side) from another address.
+    public var droppedStranger = 0
+    /// Sends the operating system refused (the datagrams are lost; the link stays up).
+    public var sendErrors = 0
+
+    public init() {}
+}
+
+/// What one UDP listener did with datagrams that belong to no established link.
+public struct UDPListenerStatistics: Sendable, Hashable, Codable {
+    /// HELLOs answered with a COOKIE (the listener keeps no state for them).
+    public var hellosAnswered = 0
+    /// HELLO-WITH-COOKIEs whose cookie was wrong, expired or minted for another client.
+    public var badCookies = 0
+    /// Well-formed RTP or RTCP from an address without a link (including BYE, COOKIE, ACCEPT).
+    public var strayDatagrams = 0
+    /// Datagrams from an address without a link that are not our RTP or RTCP.
+    public var malformed = 0
+    /// HELLOs and HELLO-WITH-COOKIEs left unanswered because the link or backlog limit was reached.
+    public var refusedAtCapacity = 0
+    /// Links created (each from a valid cookie).
+    public var linksEstablished = 0
+    /// ACCEPTs sent again for a repeated HELLO-WITH-COOKIE of an established link.
+    public var acceptsRepeated = 0
+
+    public init() {}
+
+    /// Every datagram that reached the listener without reaching a link is in exactly one counter
+    /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated` or `refusedAtCapacity`).
+    public var datagramsAccountedFor: Int {
+        hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + linksEstablished + acceptsRepeated
+    }
+}

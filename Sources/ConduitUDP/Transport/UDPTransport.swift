@@ -1,0 +1,83 @@
+public import ConduitCore
+public import NIOCore
+import NIOPosix
+
+/// The UDP transport: an unreliable, unordered datagram link over SwiftNIO in which every
+/// datagram is an RTP packet (data) or an RTCP packet (handshake and close), so that SRTP can
+/// protect it unchanged. Reliability comes from the layer above (ConduitReliability).
+///
+/// URL: `udp://HOST:PORT[?mtu=BYTES&connect-timeout-ms=MS]`.
+/// - `mtu`: UDP payload bytes per datagram, RTP header included (default 1232, 256...65507). The
+///   link's `maxDatagramSize` and `mtu` are 12 less. The two ends agree on the smaller value.
+/// - `connect-timeout-ms`: how long `connect` retries the handshake (default 5000).
+///
+/// Listening on port 0 binds an ephemeral port; the listener's `localURL` has the real one.
+public struct UDPTransport: Transport {
+    public var schemes: [String] { ["udp"] }
+    private let group: any EventLoopGroup
+
+    public init() {
+        self.group = MultiThreadedEventLoopGroup.singleton
+    }
+
+    public init(group: any EventLoopGroup) {
+        self.group = group
+    }
+
+    public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
+        try await listenUDP(on: url)
+    }
+
+    /// `listen`, returning the concrete listener (for its statistics).
+    public func listenUDP(on url: TransportURL) async throws(ConduitError) -> UDPListener {
+        let options = try UDPOptions(url, listening: true)
+        let address = try UDPOptions.resolve(url)
+        let loop = group.next()
+        let core = UDPListenerCore(loop: loop, mtu: options.mtu)
+        let channel = try await UDPSocket.bind(
+            to: address,
+            on: loop,
+            mtu: options.mtu,
+            onDatagram: { core.receive($0, via: $1) },
+            onBurstEnd: { core.flushReceived() }
+        )
+        let bound = channel.localAddress ?? address
+        let localURL = TransportURL(scheme: "udp", host: bound.ipAddress ?? url.host, port: bound.port ?? url.port, query: url.query)
+        return UDPListener(localURL: localURL, channel: channel, core: core)
+    }
+
+    public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
+        try await connectUDP(to: url)
+    }
+
+    /// `connect`, returning the concrete link (for its statistics).
+    public func connectUDP(to url: TransportURL) async throws(ConduitError) -> UDPLink {
+        let options = try UDPOptions(url, listening: false)
+        let server = try UDPOptions.resolve(url)
+        let loop = group.next()
+        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu)
+        let channel = try await UDPSocket.bind(
+            to: try UDPSocket.ephemeral(for: server),
+            on: loop,
+            mtu: options.mtu,
+            onDatagram: { handshake.receive($0, via: $1) },
+            onBurstEnd: { handshake.flushReceived() }
+        )
+        let timeout = ConduitError(.timedOut, "no answer from udp://\(UDPSocket.describe(server)) within \(options.connectTimeoutText)")
+        do {
+            let established = handshake.start(
+                on: channel,
+                timeout: .milliseconds(Int64(options.connectTimeoutMilliseconds)),
+                timeoutError: timeout
+            )
+            return try await withTaskCancellationHandler {
+                try await established.get()
+            } onCancel: {
+                handshake.cancel(ConduitError(.connectionFailed, "connecting to udp://\(UDPSocket.describe(server)) was cancelled"))
+            }
+        } catch {
+            try? await channel.close()
+            throw (error as? ConduitError) ?? ConduitError(.connectionFailed, "connecting to \(url) failed: \(error)")
+        }
+    }
+}
