@@ -99,7 +99,7 @@ public struct SendJob: Sendable {
         let call: Call
         do throws(ConduitError) {
             call = try await runtime.connect(to: options.url, as: options.peer)
-        } catch {
+        } catch where error.code == .connectionFailed || error.code == .timedOut || error.code == .connectionClosed {
             throw ConduitError(error.code, "cannot reach \(options.url): \(error.message)")
         }
         let watchdog = Watchdog(deadline: deadline) { await call.hangUp() }
