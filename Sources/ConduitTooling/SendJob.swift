@@ -121,8 +121,12 @@ public struct SendJob: Sendable {
                     if start == nil { start = .now }
                     do throws(ConduitError) {
                         try await session.send(message.bytes, timestamp: message.timestamp)
-                    } catch where watchdog.hasFired {
-                        break  // the timeout hung up: report what went out
+                    } catch {
+                        if watchdog.hasFired { break }  // the timeout hung up: report what went out
+                        if error.code == .sessionClosed, error.closeReason == .sessionEnd, await call.isEnded {
+                            throw ConduitError(.connectionClosed, "the peer ended the call after \(sent) of \(options.count) messages")
+                        }
+                        throw error
                     }
                     sent += 1
                     bytes += message.bytes.count

@@ -193,3 +193,30 @@ struct JobTests {
         }
     }
 }
+
+@Suite("Jobs ending early", .timeLimit(.minutes(1)))
+struct EarlyEndTests {
+    @Test func aListenerThatStopsEarlyEndsTheSenderWithAClearError() async throws {
+        var runtime = ConduitRuntime.forToolingTests()
+        // A small queue under a slow cap: `send` waits for room, so the sender is still sending
+        // (200 kB at 50 kB/s) when the listener has its 5 messages and hangs up.
+        runtime.configuration.maxQueuedBytesPerSession = 2_000
+        let bound = BoundURL()
+        let listen = ListenJob(runtime: runtime, url: "loopback://tooling-stops-early", options: .init(expect: 5, timeout: .seconds(15)))
+        async let listened = listen.run(onListening: bound.callback)
+        let url = try #require(await bound.next())
+        let job = SendJob(runtime: runtime, options: .init(
+            url: url, streamID: 200, type: .reliableMessage, count: 2_000, sizes: 100...100,
+            rate: .bitsPerSecond(400_000), timeout: .seconds(15)
+        ))
+        var thrown: ConduitError?
+        do throws(ConduitError) { _ = try await job.run() } catch { thrown = error }
+        let report = try await listened
+        #expect(report.ended == .expected)
+        #expect(report.valid >= 5)
+        #expect(report.missing == 0)
+        let error = try #require(thrown)
+        #expect(error.code == .connectionClosed)
+        #expect(error.message.contains("the peer ended the call"))
+    }
+}
