@@ -1,0 +1,348 @@
+public import Conduit
+import Synchronization
+
+/// What `conduit listen` does: accept one call, receive and verify seeded messages on every data
+/// session the caller opens, optionally echo them back, and report.
+///
+/// It answers every `dataSessionIncoming` with an inbound session and receives on all of them
+/// concurrently. Message types are verified per message; bytes types are rebuilt with a
+/// ``FragmentAggregator`` first. With ``Options/echo`` it opens an outbound session of the same
+/// stream ID and type back to the caller when the first message of a stream arrives, and sends
+/// every received message back with its timestamp (each echo is awaited, so the caller's pace
+/// follows the echo path's backpressure).
+///
+/// It stops when ``Options/expect`` valid messages have arrived (then, echoing, it closes the echo
+/// sessions gracefully and waits until they report `.closed`, so everything echoed was delivered),
+/// when the caller hangs up (after draining what the sessions still hold), or at the timeout,
+/// which bounds the whole job from the moment it listens. It then hangs up.
+public struct ListenJob: Sendable {
+    public struct Options: Sendable, Hashable {
+        public var echo: Bool
+        /// Stop once this many distinct valid messages arrived; `missing` counts the shortfall.
+        public var expect: Int?
+        /// Bounds the whole job, from listening to the report.
+        public var timeout: Duration
+        /// The name this side answers calls as.
+        public var peer: PeerID
+
+        public init(echo: Bool = false, expect: Int? = nil, timeout: Duration = .seconds(30), peer: PeerID = "listener") {
+            self.echo = echo
+            self.expect = expect
+            self.timeout = timeout
+            self.peer = peer
+        }
+    }
+
+    public var runtime: ConduitRuntime
+    public var url: String
+    public var options: Options
+
+    public init(runtime: ConduitRuntime, url: String, options: Options = .init()) {
+        self.runtime = runtime
+        self.url = url
+        self.options = options
+    }
+
+    /// Listens, calls `onListening` with the bound URL (for example `udp://127.0.0.1:40123`) before
+    /// accepting, and returns the report. Throws if it cannot listen (bad URL, address in use).
+    public func run(onListening: @Sendable (String) -> Void = { _ in }) async throws(ConduitError) -> ListenReport {
+        if let expect = options.expect, expect < 0 {
+            throw ConduitError(.invalidConfiguration, "expect must not be negative (got \(expect))")
+        }
+        let deadline = ContinuousClock.now.advanced(by: options.timeout)
+        let listener = try await runtime.listen(on: url, as: options.peer)
+        let boundURL = listener.url.description
+        onListening(boundURL)
+        let tally = ListenTally(expect: options.expect)
+
+        let acceptWatchdog = Watchdog(deadline: deadline) { await listener.close() }
+        let call = try? await listener.accept()
+        acceptWatchdog.cancel()
+        await listener.close()  // one call per job
+        guard let call else {
+            return tally.report(url: boundURL, remotePeer: nil, ended: .timeout)
+        }
+
+        let watchdog = Watchdog(deadline: deadline) { await call.hangUp() }
+        let ended = await receive(on: call, tally: tally, deadline: deadline)
+        await call.hangUp()
+        watchdog.cancel()
+        return tally.report(url: boundURL, remotePeer: call.remotePeer, ended: watchdog.hasFired && ended != .expected ? .timeout : ended)
+    }
+
+    private enum Signal: Sendable {
+        case incoming(StreamID, SessionType)
+        case hungUp
+        case sessionEnded
+        case expected
+        case timeout
+    }
+
+    /// Receives until the expected count, the caller's hang-up (and drained sessions), or the
+    /// deadline. Child tasks end when the call is hung up (the caller's or ours), at the latest.
+    private func receive(on call: Call, tally: ListenTally, deadline: ContinuousClock.Instant) async -> ListenReport.Ending {
+        let (signals, signal) = AsyncStream.makeStream(of: Signal.self)
+        let echo = options.echo
+        if tally.expectationMet { return .expected }
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in call.events {
+                    switch event {
+                    case .connected: continue
+                    case .dataSessionIncoming(let streamID, _, let type): signal.yield(.incoming(streamID, type))
+                    case .disconnected: signal.yield(.hungUp)
+                    }
+                }
+                signal.yield(.hungUp)
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                if !Task.isCancelled { signal.yield(.timeout) }
+            }
+            var active = 0
+            var hungUp = false
+            var ending = ListenReport.Ending.timeout
+            loop: for await next in signals {
+                switch next {
+                case .incoming(let streamID, let type):
+                    guard !hungUp, let inbound = try? await call.makeInboundDataSession(streamID: streamID, expecting: type) else {
+                        tally.noteRefusedSession()
+                        continue
+                    }
+                    active += 1
+                    group.addTask {
+                        await Self.receive(inbound, on: call, echo: echo, tally: tally) { signal.yield(.expected) }
+                        signal.yield(.sessionEnded)
+                    }
+                case .sessionEnded:
+                    active -= 1
+                    if hungUp, active == 0 { ending = .hangUp; break loop }
+                case .hungUp:
+                    hungUp = true
+                    if active == 0 { ending = .hangUp; break loop }
+                case .expected:
+                    ending = .expected
+                    break loop
+                case .timeout:
+                    ending = .timeout
+                    break loop
+                }
+            }
+            signal.finish()
+            group.cancelAll()
+            if ending == .expected, echo {
+                // Close gracefully: what was echoed still reaches the caller, then `.closed` comes.
+                // Closing also wakes an echo `send` waiting for room, so every child can end.
+                let sessions = tally.echoSessions
+                for session in sessions { await session.close() }
+                for session in sessions { _ = await closeReason(of: session, before: deadline) }
+            }
+            return ending
+        }
+    }
+
+    /// One inbound session: verify each message, echo it, count it.
+    private static func receive(
+        _ inbound: InboundDataSession,
+        on call: Call,
+        echo: Bool,
+        tally: ListenTally,
+        expectationMet: @Sendable () -> Void
+    ) async {
+        let streamID = inbound.streamID
+        let type = inbound.type
+        var aggregator = type.isMessage ? nil : FragmentAggregator(streamID: streamID, sessionType: type)
+        var echoSession: OutboundDataSession?
+        var echoFailed = false
+        tally.open(streamID, type: type)
+
+        func handle(_ bytes: [UInt8], timestamp: UInt64) async {
+            tally.received(on: streamID, bytes: bytes, timestamp: timestamp)
+            if echo, !echoFailed {
+                do throws(ConduitError) {
+                    if echoSession == nil {
+                        let session = try await call.makeOutboundDataSession(streamID: streamID, type: type)
+                        tally.addEchoSession(session)
+                        echoSession = session
+                    }
+                    try await echoSession?.send(bytes, timestamp: timestamp)
+                    tally.echoed(on: streamID)
+                } catch {
+                    echoFailed = true
+                    tally.echoFailed(on: streamID)
+                }
+            }
+            // Counted as met only after its echo is queued, so closing the echo session delivers it.
+            if tally.checkExpectation() { expectationMet() }
+        }
+
+        while let event = await inbound.events.next() {
+            switch event {
+            case .message(let message):
+                await handle(message.bytes, timestamp: message.timestamp)
+            case .fragment(let fragment):
+                if let whole = aggregator?.add(fragment, now: .zero) {
+                    await handle(whole.bytes, timestamp: whole.timestamp)
+                }
+            case .closed:
+                return
+            }
+        }
+    }
+}
+
+/// What `conduit listen` reports (`--json` prints it with sorted keys).
+public struct ListenReport: Sendable, Codable, Hashable {
+    /// Why the job ended.
+    public enum Ending: String, Sendable, Codable, Hashable {
+        /// `expect` valid messages arrived.
+        case expected
+        /// The caller hung up (and every session was drained).
+        case hangUp
+        /// The timeout passed first (with or without a caller).
+        case timeout
+    }
+
+    /// Per stream ID.
+    public struct Stream: Sendable, Codable, Hashable {
+        public var type: String
+        public var received: Int
+        public var bytes: Int
+        public var duplicates: Int
+        public var outOfOrder: Int
+        public var corrupted: Int
+        public var echoed: Int
+        public var echoFailed: Bool
+    }
+
+    /// The URL listened on, as bound (a port chosen by the system is filled in).
+    public var url: String
+    /// The transport's scheme, e.g. `loopback`, `udp`.
+    public var transport: String
+    /// Who called, if anyone did.
+    public var peer: String?
+    public var ended: Ending
+    /// Messages received on every stream (bytes types: whole sends rebuilt), valid or not.
+    public var received: Int
+    /// Payload bytes of those messages.
+    public var bytes: Int
+    /// Distinct messages whose content verified (ok or out of order).
+    public var valid: Int
+    public var duplicates: Int
+    public var outOfOrder: Int
+    public var corrupted: Int
+    /// `expect` minus `valid` (not below 0); 0 without `expect`.
+    public var missing: Int
+    /// The `expect` given, if any.
+    public var expected: Int?
+    /// From the first message received to the last.
+    public var elapsedSeconds: Double
+    /// `bytes` over `elapsedSeconds`.
+    public var throughputBytesPerSecond: Double
+    /// Messages sent back (with `echo`).
+    public var echoed: Int
+    /// Incoming sessions that could not be made (for example announced after the caller hung up).
+    public var refusedSessions: Int
+    /// Keyed by stream ID.
+    public var streams: [String: Stream]
+}
+
+/// The listen job's shared counters: every receiving task records here.
+final class ListenTally: Sendable {
+    private struct StreamState {
+        var type: SessionType
+        var verifier = PayloadVerifier()
+        var echoed = 0
+        var echoFailed = false
+    }
+
+    private struct State {
+        var streams: [StreamID: StreamState] = [:]
+        var first: ContinuousClock.Instant?
+        var last: ContinuousClock.Instant?
+        var echoSessions: [OutboundDataSession] = []
+        var refused = 0
+        var signalled = false
+    }
+
+    private let state = Mutex(State())
+    let expect: Int?
+
+    init(expect: Int?) { self.expect = expect }
+
+    func open(_ streamID: StreamID, type: SessionType) {
+        state.withLock { $0.streams[streamID] = StreamState(type: type) }
+    }
+
+    func received(on streamID: StreamID, bytes: [UInt8], timestamp: UInt64) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            if state.first == nil { state.first = now }
+            state.last = now
+            _ = state.streams[streamID]?.verifier.classify(bytes, timestamp: timestamp)
+        }
+    }
+
+    func echoed(on streamID: StreamID) { state.withLock { $0.streams[streamID]?.echoed += 1 } }
+    func echoFailed(on streamID: StreamID) { state.withLock { $0.streams[streamID]?.echoFailed = true } }
+    func addEchoSession(_ session: OutboundDataSession) { state.withLock { $0.echoSessions.append(session) } }
+    func noteRefusedSession() { state.withLock { $0.refused += 1 } }
+    var echoSessions: [OutboundDataSession] { state.withLock { $0.echoSessions } }
+
+    var expectationMet: Bool {
+        guard let expect else { return false }
+        return state.withLock { state in state.streams.values.reduce(0) { $0 + $1.verifier.counts.valid } >= expect }
+    }
+
+    /// True exactly once: the first time the valid count reaches `expect`.
+    func checkExpectation() -> Bool {
+        guard let expect else { return false }
+        return state.withLock { state in
+            guard !state.signalled, state.streams.values.reduce(0, { $0 + $1.verifier.counts.valid }) >= expect else { return false }
+            state.signalled = true
+            return true
+        }
+    }
+
+    func report(url: String, remotePeer: PeerID?, ended: ListenReport.Ending) -> ListenReport {
+        state.withLock { state in
+            var total = PayloadVerifier.Counts()
+            var echoed = 0
+            var streams: [String: ListenReport.Stream] = [:]
+            for (id, stream) in state.streams {
+                let counts = stream.verifier.counts
+                total.received += counts.received
+                total.bytes += counts.bytes
+                total.ok += counts.ok
+                total.duplicates += counts.duplicates
+                total.outOfOrder += counts.outOfOrder
+                total.corrupted += counts.corrupted
+                echoed += stream.echoed
+                streams[id.description] = ListenReport.Stream(
+                    type: stream.type.name, received: counts.received, bytes: counts.bytes, duplicates: counts.duplicates,
+                    outOfOrder: counts.outOfOrder, corrupted: counts.corrupted, echoed: stream.echoed, echoFailed: stream.echoFailed
+                )
+            }
+            let elapsed = state.first.flatMap { first in state.last.map { (first.duration(to: $0)).inSeconds } } ?? 0
+            return ListenReport(
+                url: url,
+                transport: JobArguments.scheme(of: url),
+                peer: remotePeer?.rawValue,
+                ended: ended,
+                received: total.received,
+                bytes: total.bytes,
+                valid: total.valid,
+                duplicates: total.duplicates,
+                outOfOrder: total.outOfOrder,
+                corrupted: total.corrupted,
+                missing: expect.map { max(0, $0 - total.valid) } ?? 0,
+                expected: expect,
+                elapsedSeconds: elapsed,
+                throughputBytesPerSecond: throughput(bytes: total.bytes, seconds: elapsed),
+                echoed: echoed,
+                refusedSessions: state.refused,
+                streams: streams
+            )
+        }
+    }
+}

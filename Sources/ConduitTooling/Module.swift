@@ -1,1 +1,0 @@
-// Scaffolding: replaced by this target's code in the commits that follow.

@@ -1,0 +1,138 @@
+public import Conduit
+
+/// Verifiable payloads for `conduit send` and `conduit listen`.
+///
+/// Message `seq` of a run with seed `S` and length `n` is a byte string fixed by `(S, seq, n)`.
+/// The sender puts `seq` and `S` into the user timestamp (`seq << 32 | S`), so the receiver can
+/// regenerate the exact bytes it should have got from the timestamp and the received length, and
+/// compare every byte. That is stronger than a digest and costs no payload bytes, so it works for
+/// 1-byte and even empty messages, and a receiver needs nothing from the sender but the message.
+/// A truncated or padded message fails too: the length is part of the generator's seed, so the
+/// bytes regenerated for another length differ.
+public enum SeededPayload {
+    /// `UInt64(seq) << 32 | UInt64(seed)`: what the sender passes as the message timestamp.
+    public static func timestamp(seed: UInt32, seq: UInt32) -> UInt64 {
+        UInt64(seq) << 32 | UInt64(seed)
+    }
+
+    /// The seed (low 32 bits) and sequence number (high 32 bits) a timestamp carries.
+    public static func decode(timestamp: UInt64) -> (seed: UInt32, seq: UInt32) {
+        (UInt32(truncatingIfNeeded: timestamp), UInt32(truncatingIfNeeded: timestamp >> 32))
+    }
+
+    /// The `count` bytes of message `seq` of the run seeded with `seed`.
+    public static func bytes(seed: UInt32, seq: UInt32, count: Int) -> [UInt8] {
+        precondition(count >= 0, "a payload length is never negative")
+        var generator = generator(seed: seed, seq: seq, count: count)
+        return generator.bytes(count)
+    }
+
+    /// Whether `bytes` are exactly the payload that `timestamp` and their length call for.
+    /// Compares as it generates, without building the expected message.
+    public static func matches(_ bytes: [UInt8], timestamp: UInt64) -> Bool {
+        let (seed, seq) = decode(timestamp: timestamp)
+        var generator = generator(seed: seed, seq: seq, count: bytes.count)
+        return bytes.withUnsafeBufferPointer { buffer in
+            var index = 0
+            while index < buffer.count {
+                var word = generator.next()
+                for _ in 0..<min(8, buffer.count - index) {
+                    guard buffer[index] == UInt8(truncatingIfNeeded: word) else { return false }
+                    word >>= 8
+                    index += 1
+                }
+            }
+            return true
+        }
+    }
+
+    /// The length of message `seq`: log-uniform in `sizes`, fixed by `(seed, seq)`, so the sender
+    /// keeps no table of what it sent.
+    public static func size(seed: UInt32, seq: UInt32, in sizes: ClosedRange<Int>) -> Int {
+        var generator = SeededRandom(seed: (UInt64(seed) << 32 | UInt64(seq)) ^ 0xA076_1D64_78BD_642F)
+        return generator.logUniformSize(in: sizes)
+    }
+
+    /// Message `seq` of a run: its bytes (sized from `sizes`) and the timestamp to send them with.
+    public static func message(seed: UInt32, seq: UInt32, sizes: ClosedRange<Int>) -> (bytes: [UInt8], timestamp: UInt64) {
+        let count = size(seed: seed, seq: seq, in: sizes)
+        return (bytes(seed: seed, seq: seq, count: count), timestamp(seed: seed, seq: seq))
+    }
+
+    private static func generator(seed: UInt32, seq: UInt32, count: Int) -> SeededRandom {
+        SeededRandom(seed: (UInt64(seed) << 32 | UInt64(seq)) ^ (UInt64(count) &* 0xD6E8_FEB8_6659_FD93))
+    }
+}
+
+extension SeededRandom {
+    /// A size in `range`, log-uniformly distributed: each power-of-two band that meets the range
+    /// is equally likely (0, when in range, is a band of its own), then uniform within the band's
+    /// part of the range. The range version of ``logUniformSize(max:)``.
+    public mutating func logUniformSize(in range: ClosedRange<Int>) -> Int {
+        precondition(range.lowerBound >= 0, "sizes are never negative")
+        guard range.lowerBound < range.upperBound else { return range.lowerBound }
+        // Band b > 0 holds 2^(b-1) ... 2^b - 1; band 0 holds 0.
+        func band(of value: Int) -> Int { value == 0 ? 0 : Int.bitWidth - value.leadingZeroBitCount }
+        let first = band(of: range.lowerBound)
+        let last = band(of: range.upperBound)
+        let chosen = first + Int(next() % UInt64(last - first + 1))
+        guard chosen > 0 else { return 0 }
+        let low = Swift.max(range.lowerBound, 1 << (chosen - 1))
+        let high = Swift.min(range.upperBound, chosen >= Int.bitWidth - 1 ? Int.max : (1 << chosen) - 1)
+        return low + Int(next() % UInt64(high - low + 1))
+    }
+}
+
+/// Classifies received seeded messages, as `conduit listen` does for each stream.
+///
+/// A message is **corrupted** if its bytes are not what its timestamp and length call for (it is
+/// then not remembered, so a later intact copy still counts); otherwise a **duplicate** if its
+/// (seed, seq) was seen before; otherwise **out of order** if a higher seq of that seed was seen
+/// already; otherwise **ok**. Ok and out-of-order messages are the valid ones.
+public struct PayloadVerifier: Sendable {
+    public enum Verdict: String, Sendable, Hashable, Codable, CaseIterable {
+        case ok, duplicate, outOfOrder, corrupted
+    }
+
+    /// Counts over every message given to ``classify(_:timestamp:)``.
+    public struct Counts: Sendable, Hashable, Codable {
+        public var received = 0
+        public var bytes = 0
+        public var ok = 0
+        public var duplicates = 0
+        public var outOfOrder = 0
+        public var corrupted = 0
+
+        public init() {}
+
+        /// Distinct valid messages: ok plus out of order.
+        public var valid: Int { ok + outOfOrder }
+    }
+
+    public private(set) var counts = Counts()
+    private var seen: Set<UInt64> = []
+    private var highest: [UInt32: UInt32] = [:]
+
+    public init() {}
+
+    public mutating func classify(_ bytes: [UInt8], timestamp: UInt64) -> Verdict {
+        counts.received += 1
+        counts.bytes += bytes.count
+        guard SeededPayload.matches(bytes, timestamp: timestamp) else {
+            counts.corrupted += 1
+            return .corrupted
+        }
+        guard seen.insert(timestamp).inserted else {
+            counts.duplicates += 1
+            return .duplicate
+        }
+        let (seed, seq) = SeededPayload.decode(timestamp: timestamp)
+        if let top = highest[seed], seq < top {
+            counts.outOfOrder += 1
+            return .outOfOrder
+        }
+        highest[seed] = seq
+        counts.ok += 1
+        return .ok
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Conduit
+import ConduitTooling
+
+struct ListenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "listen",
+        abstract: "Accept one peer, receive and verify its seeded messages (and echo them), then report.",
+        discussion: """
+            Prints 'listening on URL' once bound, then accepts one call and receives on every data session the \
+            peer opens, checking each message against the seeded payload that 'conduit send' generated. With \
+            --echo, every message goes back on a session of the same stream ID and type. Ends when --expect \
+            valid messages arrived, when the peer hangs up, or after --timeout seconds, and prints a report; \
+            with --json the last line is one JSON object: received, valid, bytes, duplicates, outOfOrder, \
+            corrupted, missing, expected, elapsedSeconds, throughputBytesPerSecond, echoed, ended, peer, \
+            transport, url, refusedSessions and streams (per stream ID). Exits non-zero if any message was \
+            corrupted or missing.
+            """
+    )
+
+    @Argument(help: "Transport URL to listen on (loopback://NAME, or a transport this build registers).")
+    var url: String
+
+    @Flag(help: "Send every received message back on the same stream ID and type.")
+    var echo = false
+
+    @Option(help: "Stop after N valid messages; fewer by the end count as missing.")
+    var expect: Int?
+
+    @Option(help: "Give up after S seconds, counted from listening.")
+    var timeout: Double = 30
+
+    @Flag(help: "Print the report as one JSON object (the last line).")
+    var json = false
+
+    @Option(name: .long, help: "JSON configuration file (keys as in the README).")
+    var config: String?
+
+    func run() async throws {
+        if let expect, expect < 0 { throw ValidationError("--expect must not be negative") }
+        let limit = try ReportOutput.timeout(timeout)
+        let configuration = try ConduitConfiguration.resolved(jsonFile: config)
+        let job = ListenJob(
+            runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()),
+            url: url,
+            options: .init(echo: echo, expect: expect, timeout: limit)
+        )
+        let report = try await job.run { ReportOutput.printNow("listening on \($0)") }
+        if json {
+            try ReportOutput.printJSON(report)
+        } else {
+            printSummary(report)
+        }
+        if report.corrupted > 0 || report.missing > 0 { throw ExitCode.failure }
+    }
+
+    private func printSummary(_ report: ListenReport) {
+        let ending = switch report.ended {
+        case .expected: "all \(report.expected ?? report.valid) expected messages arrived"
+        case .hangUp: "the peer hung up"
+        case .timeout: report.peer == nil ? "timed out with no caller" : "timed out"
+        }
+        print("listen: \(ending)\(report.peer.map { " (peer \($0))" } ?? "")")
+        print("  received \(report.received) messages, \(ReportOutput.bytes(report.bytes)) in \(ReportOutput.seconds(report.elapsedSeconds)): \(ReportOutput.rate(report.throughputBytesPerSecond))")
+        print("  valid \(report.valid), duplicates \(report.duplicates), out of order \(report.outOfOrder), corrupted \(report.corrupted), missing \(report.missing)\(echo ? ", echoed \(report.echoed)" : "")")
+        for (id, stream) in report.streams.sorted(by: { $0.key < $1.key }) {
+            print("  stream \(id) \(stream.type): \(stream.received) messages, \(ReportOutput.bytes(stream.bytes))\(stream.echoFailed ? ", echo failed" : "")")
+        }
+    }
+}
