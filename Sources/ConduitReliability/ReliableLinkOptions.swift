@@ -8,10 +8,11 @@ extension ReliableLink.Configuration {
     /// | `keepalive-ms` | PING after this long without sending (0: never) | 5000 |
     /// | `idle-timeout-ms` | close after this long without hearing the peer (0: never) | 30000 |
     /// | `receive-window` | bytes buffered for the call above, advertised to the peer | 4194304 |
+    /// | `max-ack-delay-ms` | how long an ACK may be held back (RFC 9000 `max_ack_delay`) | 5 |
     ///
     /// The datagram size comes from the transport's own `mtu`.
     /// The query keys read here; they are taken out of the URL before the transport sees it.
-    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window"]
+    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms"]
 
     public init(url: TransportURL) throws(ConduitError) {
         self.init()
@@ -20,6 +21,9 @@ extension ReliableLink.Configuration {
         let idle = try url.intOption("idle-timeout-ms", default: 30_000, in: 0...86_400_000)
         idleTimeout = idle == 0 ? nil : .milliseconds(idle)
         receiveWindow = try url.intOption("receive-window", default: receiveWindow, in: 65_536...(1 << 30))
+        // 5 ms rather than QUIC's 25: ACKs go out at once every second packet anyway, and the
+        // delay is part of every probe timeout, so a short one recovers tail losses sooner.
+        maxAckDelay = .milliseconds(try url.intOption("max-ack-delay-ms", default: 5, in: 1...1_000))
         // Keep the untransmitted queue short: the call above has its own paced queue, and
         // a short one here lets its queue-delay signal (`tooLongQueuedData`) see congestion.
         maxSendQueueBytes = 1 << 20

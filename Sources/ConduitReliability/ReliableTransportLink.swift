@@ -78,6 +78,12 @@ public actor ReliableTransportLink: TransportLink {
 
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         for index in 0..<batch.count {
+            if batch.withDatagram(index, LinkChannelMap.isGoodbye) {
+                // Channels are independent, so a goodbye could overtake the data written before
+                // it and end the peer's call early. It waits until everything before it was
+                // acknowledged (or the link ended): what the call sent before hanging up arrives.
+                await waitUntilQuiescent()
+            }
             while true {
                 if let failure = writeFailure { throw failure }
                 let result = batch.withDatagram(index) { frame -> ReliableLink.SendResult in
@@ -123,6 +129,14 @@ public actor ReliableTransportLink: TransportLink {
             if isClosed || innerEnded { return nil }
             await withCheckedContinuation { reader = $0 }
         }
+    }
+
+    /// Returns once every frame written so far is acknowledged or given up on, or the link ended.
+    /// The idle timeout bounds it when the peer has vanished.
+    private func waitUntilQuiescent() async {
+        guard !isClosed, !innerEnded, !engine.isQuiescent else { return }
+        wake()
+        await withCheckedContinuation { drainWaiters.append($0) }
     }
 
     /// Closes gracefully: what was written is delivered and acknowledged first (bounded by

@@ -23,7 +23,7 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = try ConduitConfiguration.resolved(jsonFile: config)
         configuration.transport = transport
-        let scenario = DemoScenario(runtime: ConduitRuntime(configuration: configuration))
+        let scenario = DemoScenario(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()))
         let failures = try await scenario.run()
         if failures.isEmpty {
             print("\nDemo complete: every behaviour matched the contract.")

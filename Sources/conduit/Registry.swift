@@ -1,7 +1,10 @@
 import Conduit
+import ConduitUDP
 
-/// The transports `conduit listen` and `conduit send` can reach: built in this one place, so a
-/// transport module joins the command line with one line here.
+/// The transports the commands can reach, built in this one place: a transport module joins the
+/// command line with one line here.
 enum CommandRegistry {
-    static func make() -> TransportRegistry { .defaults }
+    static func make() -> TransportRegistry {
+        TransportRegistry.defaults.registering(UDPTransport())
+    }
 }

@@ -1,5 +1,6 @@
 import ConduitConformance
 import ConduitCore
+import ConduitReliability
 import ConduitUDP
 import NIOCore
 import NIOPosix
@@ -21,6 +22,24 @@ extension UDPTransportTests {
             let dead = try await Self.deadPort()
             let suite = ConformanceSuite(
                 transport: UDPTransport(),
+                address: { _ in TransportURL(scheme: "udp", host: "127.0.0.1", port: 0) },
+                deadAddress: TransportURL(scheme: "udp", host: "127.0.0.1", port: dead, query: ["connect-timeout-ms": "1000"])
+            )
+            try await suite.run(testCase)
+        }
+    }
+}
+
+extension UDPTransportTests {
+    /// Every case, calls included, over real UDP sockets with the reliability engine on top: what
+    /// `ConduitRuntime` does with `udp://` URLs.
+    @Suite("UDP transport conformance through the reliability engine")
+    struct ReliableUDPConformanceTests {
+        @Test(.timeLimit(.minutes(1)), arguments: ConformanceSuite.Case.allCases)
+        func conforms(_ testCase: ConformanceSuite.Case) async throws {
+            let dead = try await UDPConformanceTests.deadPort()
+            let suite = ConformanceSuite(
+                transport: ReliableTransport(wrapping: UDPTransport()),
                 address: { _ in TransportURL(scheme: "udp", host: "127.0.0.1", port: 0) },
                 deadAddress: TransportURL(scheme: "udp", host: "127.0.0.1", port: dead, query: ["connect-timeout-ms": "1000"])
             )

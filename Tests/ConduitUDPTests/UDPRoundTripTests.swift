@@ -59,17 +59,28 @@ extension UDPTransportTests {
             }
         }
 
-        @Test func closingTheListenerClosesItsLinks() async throws {
+        /// As with a listening TCP socket: closing the listener stops accepting, and the links
+        /// already accepted keep working (the shared socket closes with the last of them).
+        @Test func closingTheListenerLeavesAcceptedLinksWorking() async throws {
             let transport = UDPTransport()
             let listener = try await transport.listenUDP(on: UDPTestSupport.url("udp://127.0.0.1:0"))
             async let accepted = listener.acceptUDP()
             let client = try await transport.connectUDP(to: listener.localURL)
             let server = try #require(await accepted)
             await listener.close()
-            #expect(try await client.read() == nil)
-            #expect(try await server.read() == nil)
             #expect(await listener.acceptUDP() == nil)
+            var batch = DatagramBatch()
+            batch.append([1, 2, 3])
+            try await client.write(batch)
+            #expect(try await server.read()?[0] == [1, 2, 3])
+            try await server.write(batch)
+            #expect(try await client.read()?[0] == [1, 2, 3])
+            await server.close()
+            #expect(try await client.read() == nil)
             await client.close()
+            // The socket went with the last link: a new listener can bind the port.
+            let again = try await transport.listenUDP(on: listener.localURL)
+            await again.close()
         }
 
         @Test func aLinkWhosePeerVanishedStillCloses() async throws {

@@ -34,6 +34,12 @@ public enum LinkChannelMap {
         }
     }
 
+    /// Whether `frame` is the call's goodbye (which must not overtake earlier frames).
+    public static func isGoodbye(_ frame: UnsafeRawBufferPointer) -> Bool {
+        frame.count >= ControlFrame.headerSize && frame[0] & 0x0F == FrameKind.control.rawValue
+            && (try? ControlFrame.parse(frame)) == .goodbye
+    }
+
     @inlinable public static func channel(stream: UInt16, subgroupID: UInt16) -> UInt32 {
         UInt32(subgroupID) << 16 | UInt32(stream)
     }

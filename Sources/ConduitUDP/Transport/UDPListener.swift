@@ -19,16 +19,20 @@ public final class UDPListener: TransportListener {
 
     /// The next link as its concrete type (for its statistics), or nil once closed.
     public func acceptUDP() async -> UDPLink? {
-        await core.backlog.next()
+        let link = await core.backlog.next()
+        link?.markAccepted()
+        return link
     }
 
-    /// Closes every link accepted from this listener (each sends BYE), then the socket.
+    /// Stops accepting, like closing a listening TCP socket: links not yet accepted are closed
+    /// (each sends BYE); accepted ones live on, and the shared socket closes with the last of them.
     public func close() async {
         let core = self.core
-        let links = (try? await channel.eventLoop.submit { core.shutDown() }.get()) ?? []
         core.backlog.finishAndDiscard()
-        for link in links { await link.close() }
-        try? await channel.close()
+        let unaccepted = (try? await channel.eventLoop.submit { core.shutDown() }.get()) ?? []
+        for link in unaccepted { await link.close() }
+        let channel = self.channel
+        try? await channel.eventLoop.submit { core.closeSocketIfUnused(channel) }.get()
     }
 
     /// What the listener did with datagrams that reached no link.

@@ -80,8 +80,9 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu) { [state] in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu) { [self] in
             if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
+            closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()
         }
         guard backlog.trySend(link) else {
@@ -129,10 +130,15 @@ final class UDPListenerCore: Sendable {
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }
 
-    /// Stops taking links; returns every live one (to be closed).
+    /// Stops taking links; returns the live ones the app has not accepted (to be closed).
     func shutDown() -> [UDPLink] {
         state.value.isOpen = false
-        defer { state.value.links.removeAll() }
-        return Array(state.value.links.values)
+        return state.value.links.values.filter { !$0.isAccepted }
+    }
+
+    /// Once the listener is closed and its last link is gone, the socket goes too.
+    func closeSocketIfUnused(_ channel: any Channel) {
+        guard !state.value.isOpen, state.value.links.isEmpty, channel.isActive else { return }
+        channel.close(promise: nil)
     }
 }

@@ -1,0 +1,127 @@
+import Conduit
+import ConduitCore
+import ConduitUDP
+import Foundation
+import NIOCore
+import Testing
+
+extension UDPTransportTests {
+    /// Calls through the public API over real UDP sockets on 127.0.0.1, through the user-space
+    /// impairment proxy (`conduit impair`): 10 % loss, 5 % reordering, 1 % duplication each way.
+    /// CONDUIT_SOAK=1 sends the brief's full 2,000 messages.
+    @Suite("Calls over UDP through the impairment proxy", .timeLimit(.minutes(3)))
+    struct UDPLossyCallTests {
+        static let soak = ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1"
+
+        struct Setup {
+            let listener: CallListener
+            let proxy: ImpairmentProxy
+            let caller: Call
+            let callee: Call
+        }
+
+        static func connect(impairment: ImpairmentConfiguration) async throws -> Setup {
+            var configuration = ConduitConfiguration()
+            configuration.rateLimit = .unlimited
+            configuration.reassembly.incompleteTimeout = .seconds(3_600)
+            configuration.queueDelayOn = .seconds(3_600)
+            let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+            let listener = try await runtime.listen(on: "udp://127.0.0.1:0", as: "bob")
+            let proxy = try await ImpairmentProxy.start(.init(
+                listen: UDPEndpoint(host: "127.0.0.1", port: 0),
+                upstream: UDPEndpoint(host: "127.0.0.1", port: listener.url.port!),
+                impairment: impairment
+            ))
+            async let accepted = listener.accept()
+            let caller = try await runtime.connect(to: "udp://127.0.0.1:\(proxy.localAddress.port!)", as: "alice")
+            let callee = try #require(try await accepted)
+            return Setup(listener: listener, proxy: proxy, caller: caller, callee: callee)
+        }
+
+        static func harsh(seed: UInt64) -> ImpairmentConfiguration {
+            var impairment = ImpairmentConfiguration()
+            impairment.loss = 0.10
+            impairment.reorder = 0.05
+            impairment.duplicate = 0.01
+            impairment.seed = seed
+            return impairment
+        }
+
+        static func awaitIncoming(_ call: Call) async -> (StreamID, SessionType)? {
+            for await event in call.events {
+                if case .dataSessionIncoming(let streamID, _, let type) = event { return (streamID, type) }
+            }
+            return nil
+        }
+
+        @Test("reliable messages of 1 B to 128 KiB: exactly once, in order, byte-identical")
+        func reliableMessagesThroughLoss() async throws {
+            let setup = try await Self.connect(impairment: Self.harsh(seed: 41))
+            let outbound = try await setup.caller.makeOutboundDataSession(streamID: 100, type: .reliableMessage)
+            #expect(await Self.awaitIncoming(setup.callee)?.0 == 100)
+            let inbound = try await setup.callee.makeInboundDataSession(streamID: 100, expecting: .reliableMessage)
+            let count = Self.soak ? 2_000 : 200
+            var random = SeededRandom(seed: 77)
+            let messages: [[UInt8]] = (0..<count).map { _ in random.bytes(max(1, random.logUniformSize(max: 131_072))) }
+            let started = ContinuousClock.now
+            let sender = Task {
+                for (index, message) in messages.enumerated() { try await outbound.send(message, timestamp: UInt64(index)) }
+            }
+            var received: [InboundDataSession.Message] = []
+            for await event in inbound.events {
+                guard case .message(let message) = event else { continue }
+                received.append(message)
+                if received.count == count { break }
+            }
+            try await sender.value
+            let elapsed = started.duration(to: .now)
+            #expect(received.map(\.timestamp) == (0..<UInt64(count)).map { $0 })
+            #expect(received.map(\.bytes) == messages)
+            let stats = await setup.proxy.statistics()
+            #expect(stats.clientToUpstream.dropped > 0 && stats.clientToUpstream.duplicated > 0 && stats.clientToUpstream.reordered > 0)
+            let bytes = messages.reduce(0) { $0 + $1.count }
+            print("[udp lossy] \(count) messages, \(bytes) bytes through 10 % loss / 5 % reorder / 1 % dup in \(elapsed)")
+            await setup.caller.hangUp()
+            await setup.callee.hangUp()
+            await setup.listener.close()
+            await setup.proxy.stop()
+        }
+
+        @Test("unreliable messages: never a duplicate, never corrupted, most delivered")
+        func unreliableMessagesThroughLoss() async throws {
+            let setup = try await Self.connect(impairment: Self.harsh(seed: 43))
+            let outbound = try await setup.caller.makeOutboundDataSession(streamID: 101, type: .unreliableMessage)
+            #expect(await Self.awaitIncoming(setup.callee)?.0 == 101)
+            let inbound = try await setup.callee.makeInboundDataSession(streamID: 101, expecting: .unreliableMessage)
+            let count = 1_000
+            var random = SeededRandom(seed: 78)
+            // One datagram each, so each message's fate is one coin toss of the loss model.
+            let messages: [[UInt8]] = (0..<count).map { _ in random.bytes(1 + random.below(1_000)) }
+            for (index, message) in messages.enumerated() {
+                try await outbound.send(message, timestamp: UInt64(index))
+                if index % 50 == 49 { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            var seen: [UInt64: Int] = [:]
+            var corrupted = 0
+            let collector = Task { () -> ([UInt64: Int], Int) in
+                for await event in inbound.events {
+                    guard case .message(let message) = event else { continue }
+                    seen[message.timestamp, default: 0] += 1
+                    if Int(message.timestamp) >= count || messages[Int(message.timestamp)] != message.bytes { corrupted += 1 }
+                }
+                return (seen, corrupted)
+            }
+            try await Task.sleep(for: .seconds(1))
+            await setup.caller.hangUp()
+            let (delivered, bad) = await collector.value
+            let ratio = Double(delivered.count) / Double(count)
+            #expect(delivered.values.allSatisfy { $0 == 1 })
+            #expect(bad == 0)
+            #expect(ratio > 0.8 && ratio < 1.0, "delivery ratio \(ratio)")
+            print("[udp lossy] unreliable: delivery ratio \(String(format: "%.3f", ratio)) through 10 % loss")
+            await setup.callee.hangUp()
+            await setup.listener.close()
+            await setup.proxy.stop()
+        }
+    }
+}
