@@ -112,7 +112,7 @@ struct JobTests {
         let bound = BoundURL()
         let listen = ListenJob(
             runtime: runtime, url: "loopback://tooling-short",
-            options: .init(expect: 50, timeout: .milliseconds(1_500))
+            options: .init(expect: 50, timeout: .seconds(5))
         )
         async let listened = listen.run(onListening: bound.callback)
         let url = try #require(await bound.next())

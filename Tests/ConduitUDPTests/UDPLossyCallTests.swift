@@ -123,5 +123,51 @@ extension UDPTransportTests {
             await setup.listener.close()
             await setup.proxy.stop()
         }
+
+        @Test("a 5 s blackout mid-transfer: everything arrives afterwards, once, in order")
+        func blackoutDelaysButLosesNothing() async throws {
+            var light = ImpairmentConfiguration()
+            light.loss = 0.01
+            light.seed = 47
+            let setup = try await Self.connect(impairment: light)
+            let outbound = try await setup.caller.makeOutboundDataSession(streamID: 102, type: .reliableBytes)
+            #expect(await Self.awaitIncoming(setup.callee)?.0 == 102)
+            let inbound = try await setup.callee.makeInboundDataSession(streamID: 102, expecting: .reliableBytes)
+            var random = SeededRandom(seed: 79)
+            let messages: [[UInt8]] = (0..<60).map { _ in random.bytes(1 + random.below(64 * 1_024)) }
+            let proxy = setup.proxy
+            // The blackout starts 200 ms into a transfer of about 1.2 s and lasts 5 s.
+            let blackout = Task {
+                try await Task.sleep(for: .milliseconds(200))
+                await proxy.setPartitioned(true)
+                try await Task.sleep(for: .seconds(5))
+                await proxy.setPartitioned(false)
+            }
+            let sender = Task {
+                for (index, message) in messages.enumerated() {
+                    try await outbound.send(message, timestamp: UInt64(index))
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            var aggregator = FragmentAggregator(streamID: 102, sessionType: .reliableBytes)
+            var rebuilt: [[UInt8]] = []
+            var timestamps: [UInt64] = []
+            for await event in inbound.events {
+                guard case .fragment(let fragment) = event, let whole = aggregator.add(fragment) else { continue }
+                rebuilt.append(whole.bytes)
+                timestamps.append(whole.timestamp)
+                if rebuilt.count == messages.count { break }
+            }
+            try await sender.value
+            try await blackout.value
+            #expect(rebuilt == messages)
+            #expect(timestamps == (0..<UInt64(messages.count)).map { $0 })
+            let stats = await setup.proxy.statistics()
+            #expect(stats.clientToUpstream.droppedByPartition + stats.upstreamToClient.droppedByPartition > 0)
+            await setup.caller.hangUp()
+            await setup.callee.hangUp()
+            await setup.listener.close()
+            await setup.proxy.stop()
+        }
     }
 }
