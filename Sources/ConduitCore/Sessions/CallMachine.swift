@@ -78,36 +78,40 @@ public struct CallMachine: Sendable {
     /// Offers one `send` to a session's queue. Sizes and state are checked here, so an oversize or
     /// closed send fails at the call instead of vanishing later.
     public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {
-        guard var session = outbound[key] else {
+        // Read scalars only, then mutate the dictionary entry in place: a copied-out session
+        // would share its queue's storage, and appending would copy the whole queue on every send.
+        guard let state = outbound[key].map({ (type: $0.type, closeReason: $0.closeReason, isClosing: $0.isClosing,
+                                              queueIsEmpty: $0.queue.isEmpty, queuedBytes: $0.queuedBytes, nextMessageID: $0.nextMessageID) })
+        else {
             return .failed(ConduitError(.sessionClosed, "no outbound session for \(key)", closeReason: .internal))
         }
-        if let reason = session.closeReason { return .failed(.closed(reason)) }
-        if session.isClosing { return .failed(.closed(.sessionEnd)) }
-        guard bytes.count <= session.type.maxSendSize else {
+        if let reason = state.closeReason { return .failed(.closed(reason)) }
+        if state.isClosing { return .failed(.closed(.sessionEnd)) }
+        guard bytes.count <= state.type.maxSendSize else {
             return .failed(ConduitError(
                 .messageTooLarge,
-                "\(bytes.count) bytes exceed the \(session.type.maxSendSize)-byte limit of a \(session.type) send"
+                "\(bytes.count) bytes exceed the \(state.type.maxSendSize)-byte limit of a \(state.type) send"
             ))
         }
-        if !session.queue.isEmpty, session.queuedBytes + bytes.count > configuration.maxQueuedBytesPerSession {
+        if !state.queueIsEmpty, state.queuedBytes + bytes.count > configuration.maxQueuedBytesPerSession {
             outbound[key]!.senderIsWaiting = true
             updateDelay(key, now: now)
             return .queueFull
         }
-        let messageID = session.nextMessageID
-        session.nextMessageID &+= 1
+        let messageID = state.nextMessageID
+        let type = state.type
         let fragmenter = Fragmenter(
             streamID: key.streamID,
-            sessionType: session.type,
+            sessionType: type,
             subgroupID: localSubgroupID(for: key.subgroup),
             messageID: messageID,
             totalLength: bytes.count,
             fragmentSize: configuration.fragmentSize,
             timestamp: timestamp
         )
-        session.queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
-        session.queuedBytes += bytes.count
-        outbound[key] = session
+        outbound[key]!.nextMessageID &+= 1
+        outbound[key]!.queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
+        outbound[key]!.queuedBytes += bytes.count
         updateDelay(key, now: now)
         return .queued(messageID: messageID)
     }
