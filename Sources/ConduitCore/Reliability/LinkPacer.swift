@@ -1,8 +1,10 @@
 /// Spreads ack-eliciting packets over the round trip (RFC 9002 section 7.7) with a token bucket.
 ///
 /// Rate: N * congestion_window / smoothed_rtt with N = 1.25, so pacing alone never keeps the
-/// window from being used. Burst: the bucket holds about 2 ms of that rate, at least two
-/// datagrams and at most the initial window (section 7.7 suggests limiting bursts to it). A packet
+/// window from being used. Burst: the bucket holds about 2 ms of that rate, at least ten
+/// datagrams and at most `maxBurst` (quinn's pacer does the same: below a couple of milliseconds a
+/// timer cannot wake a sender reliably, so smaller buckets cap throughput at the timer's rate, not
+/// the path's). A packet
 /// goes out only when a full datagram's worth of tokens is there, so the bytes released at any one
 /// instant never exceed the bucket.
 struct LinkPacer: Sendable, Hashable {
@@ -24,7 +26,7 @@ struct LinkPacer: Sendable, Hashable {
     }
 
     func capacity(rate: Double) -> Double {
-        min(Double(maxBurst), max(Double(2 * maxDatagramSize), rate * 2_000_000))
+        min(Double(maxBurst), max(Double(10 * maxDatagramSize), rate * 2_000_000))
     }
 
     func tokens(at now: ConduitInstant, rate: Double) -> Double {

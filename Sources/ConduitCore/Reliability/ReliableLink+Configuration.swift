@@ -56,9 +56,10 @@ extension ReliableLink {
                 - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize
         }
 
-        /// The most bytes of ack-eliciting packets sent at one instant: the pacer's bucket never
-        /// holds more than the initial congestion window (RFC 9002 section 7.7).
-        public var maxPacingBurst: Int { NewRenoCongestionControl.initialWindow(maxDatagramSize: maxDatagramSize) }
+        /// The most bytes of ack-eliciting packets sent at one instant: 64 datagrams (one batched
+        /// write), and only when 2 ms of the pacing rate is that much; the congestion window still
+        /// bounds what is in flight (RFC 9002 section 7.7).
+        public var maxPacingBurst: Int { 64 * maxDatagramSize }
 
         /// Traps on a configuration the link cannot honour (a programming error, like an invalid
         /// fragment size in ``CallMachine``).
