@@ -32,11 +32,16 @@ public enum SeededPayload {
     public static func matches(_ bytes: [UInt8], timestamp: UInt64) -> Bool {
         let (seed, seq) = decode(timestamp: timestamp)
         var generator = generator(seed: seed, seq: seq, count: bytes.count)
-        return bytes.withUnsafeBufferPointer { buffer in
+        return bytes.withUnsafeBytes { buffer in
             var index = 0
-            while index < buffer.count {
+            // Word by word (the verifier is on the benchmarks' hot path), then the tail.
+            while index + 8 <= buffer.count {
+                guard buffer.loadUnaligned(fromByteOffset: index, as: UInt64.self) == generator.next().littleEndian else { return false }
+                index += 8
+            }
+            if index < buffer.count {
                 var word = generator.next()
-                for _ in 0..<min(8, buffer.count - index) {
+                while index < buffer.count {
                     guard buffer[index] == UInt8(truncatingIfNeeded: word) else { return false }
                     word >>= 8
                     index += 1
