@@ -3,6 +3,7 @@ import ConduitCore
 import ConduitUDP
 import Foundation
 import NIOCore
+import Synchronization
 import Testing
 
 extension UDPTransportTests {
@@ -168,6 +169,64 @@ extension UDPTransportTests {
             await setup.callee.hangUp()
             await setup.listener.close()
             await setup.proxy.stop()
+        }
+
+        /// A receiver that stops reading for 5 s: its buffers and the link's window fill, the
+        /// sender's queue fills and it is told (`tooLongQueuedData`), nothing grows past the
+        /// configured caps, and everything arrives in order once reading resumes.
+        @Test("a receiver that stops reading slows the sender, then everything completes")
+        func stalledReceiverSlowsTheSender() async throws {
+            var configuration = ConduitConfiguration()
+            configuration.rateLimit = .unlimited
+            configuration.maxQueuedBytesPerSession = 512 * 1_024
+            configuration.inboundBufferBytes = 256 * 1_024
+            configuration.queueDelayOn = .milliseconds(300)
+            configuration.queueDelayOff = .milliseconds(50)
+            let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+            let listener = try await runtime.listen(on: "udp://127.0.0.1:0?receive-window=131072", as: "bob")
+            async let accepted = listener.accept()
+            let caller = try await runtime.connect(to: "udp://127.0.0.1:\(listener.url.port!)?receive-window=131072", as: "alice")
+            let callee = try #require(try await accepted)
+            let outbound = try await caller.makeOutboundDataSession(streamID: 103, type: .reliableMessage)
+            #expect(await Self.awaitIncoming(callee)?.0 == 103)
+            let inbound = try await callee.makeInboundDataSession(streamID: 103, expecting: .reliableMessage)
+
+            let events = Task { () -> [OutboundDataSession.Event] in
+                var seen: [OutboundDataSession.Event] = []
+                for await event in outbound.events {
+                    seen.append(event)
+                    if event == .tooLongQueuedData(enabled: false) || seen.count > 16 { break }
+                }
+                return seen
+            }
+            var random = SeededRandom(seed: 80)
+            let messages: [[UInt8]] = (0..<64).map { _ in random.bytes(64 * 1_024) }
+            let sentSoFar = Mutex(0)
+            let sender = Task {
+                for (index, message) in messages.enumerated() {
+                    try await outbound.send(message, timestamp: UInt64(index))
+                    sentSoFar.withLock { $0 += 1 }
+                }
+            }
+            // Nobody reads for 5 s; 4 MiB cannot fit in the buffers on the way (each capped: 512 KiB
+            // queued, 1 MiB untransmitted in the link, a 128 KiB window, 256 KiB inbound), so the
+            // sender's `send` suspends and the queue-delay signal fires.
+            try await Task.sleep(for: .seconds(5))
+            #expect(sentSoFar.withLock { $0 } < messages.count, "send must suspend while the receiver does not read")
+            var received: [InboundDataSession.Message] = []
+            for await event in inbound.events {
+                guard case .message(let message) = event else { continue }
+                received.append(message)
+                if received.count == messages.count { break }
+            }
+            try await sender.value
+            #expect(received.map(\.bytes) == messages)
+            let seen = await events.value
+            #expect(seen.first == .tooLongQueuedData(enabled: true))
+            #expect(seen.contains(.tooLongQueuedData(enabled: false)))
+            await caller.hangUp()
+            await callee.hangUp()
+            await listener.close()
         }
     }
 }
