@@ -114,9 +114,12 @@ actor CallEngine {
     }
 
     private func pumpLoop() async {
+        // One batch, reused: links copy what they keep (a link that shares it, as loopback does,
+        // makes the next burst copy on write instead).
+        var batch = DatagramBatch(reservingBytes: 256 * 1024 + 2 * 1_500, datagrams: 256)
         for await _ in wakeups {
             while true {
-                var batch = DatagramBatch(reservingBytes: 16 * 1024, datagrams: 16)
+                batch.removeAll()
                 machine.pollTransmit(now: now(), into: &batch, maxBytes: 256 * 1024)
                 dispatchEvents()
                 if batch.isEmpty || linkIsClosed { break }

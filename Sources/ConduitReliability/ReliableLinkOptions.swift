@@ -9,10 +9,11 @@ extension ReliableLink.Configuration {
     /// | `idle-timeout-ms` | close after this long without hearing the peer (0: never) | 30000 |
     /// | `receive-window` | bytes buffered for the call above, advertised to the peer | 4194304 |
     /// | `max-ack-delay-ms` | how long an ACK may be held back (RFC 9000 `max_ack_delay`) | 5 |
+    /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
     ///
     /// The datagram size comes from the transport's own `mtu`.
     /// The query keys read here; they are taken out of the URL before the transport sees it.
-    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms"]
+    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every"]
 
     public init(url: TransportURL) throws(ConduitError) {
         self.init()
@@ -24,6 +25,9 @@ extension ReliableLink.Configuration {
         // 5 ms rather than QUIC's 25: ACKs go out at once every second packet anyway, and the
         // delay is part of every probe timeout, so a short one recovers tail losses sooner.
         maxAckDelay = .milliseconds(try url.intOption("max-ack-delay-ms", default: 5, in: 1...1_000))
+        // RFC 9000's 2 by default; a higher value (as QUIC's ACK frequency extension allows)
+        // sends fewer ACKs. On loopback 8 measured no different from 2, within the noise.
+        ackElicitingThreshold = try url.intOption("ack-every", default: 2, in: 1...64)
         // Keep the untransmitted queue short: the call above has its own paced queue, and
         // a short one here lets its queue-delay signal (`tooLongQueuedData`) see congestion.
         maxSendQueueBytes = 1 << 20

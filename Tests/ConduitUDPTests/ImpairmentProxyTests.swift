@@ -75,11 +75,26 @@ struct ImpairmentProxyTests {
         [UInt8(truncatingIfNeeded: index), UInt8(truncatingIfNeeded: index >> 8)] + [UInt8](repeating: 0xA5, count: 100)
     }
 
+    /// Sends in chunks, each once the proxy has counted the previous one: a burst can overflow the
+    /// proxy's socket buffer in the kernel, and the seeded fates assume every datagram reached it.
+    func sendPaced(_ count: Int, from client: TestSocket, to proxy: ImpairmentProxy) async throws {
+        var sent = 0
+        while sent < count {
+            let chunk = min(50, count - sent)
+            for index in sent..<(sent + chunk) { try await client.send(datagram(index), to: proxy.localAddress) }
+            sent += chunk
+            let deadline = ContinuousClock.now + .seconds(5)
+            while await proxy.statistics().clientToUpstream.received < sent, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(2))
+            }
+        }
+    }
+
     @Test func forwardsBothWaysUnchangedWithoutImpairment() async throws {
         let upstream = try await TestSocket.bind(echo: true)
         let client = try await TestSocket.bind()
         let proxy = try await ImpairmentProxy.start(.init(listen: UDPEndpoint(host: "127.0.0.1", port: 0), upstream: upstream.endpoint, impairment: ImpairmentConfiguration()))
-        for index in 0..<100 { try await client.send(datagram(index), to: proxy.localAddress) }
+        try await sendPaced(100, from: client, to: proxy)
         let echoed = await client.collect(upTo: 100)
         #expect(echoed.count == 100)
         #expect(Set(echoed) == Set((0..<100).map(datagram)))
@@ -99,8 +114,9 @@ struct ImpairmentProxyTests {
         impairment.duplicate = 0.1
         impairment.seed = 9
         let proxy = try await ImpairmentProxy.start(.init(listen: UDPEndpoint(host: "127.0.0.1", port: 0), upstream: upstream.endpoint, impairment: impairment))
-        for index in 0..<300 { try await client.send(datagram(index), to: proxy.localAddress) }
-        let arrived = await upstream.collect(upTo: 600)
+        try await sendPaced(300, from: client, to: proxy)
+        let forwarded = await proxy.statistics().clientToUpstream.forwarded
+        let arrived = await upstream.collect(upTo: forwarded)
         let stats = await proxy.statistics()
         #expect(stats.clientToUpstream.received == 300)
         #expect(arrived.count == stats.clientToUpstream.forwarded)

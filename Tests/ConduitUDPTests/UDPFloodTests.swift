@@ -25,12 +25,11 @@ extension UDPTransportTests {
             }
         }
 
-        @Test func twentyThousandMalformedDatagramsBreakNothing() async throws {
-            let transport = UDPTransport()
-            let listener = try await transport.listenUDP(on: UDPTestSupport.url("udp://127.0.0.1:0"))
-            let raw = try await TestSocket.bind()
+        /// Fires 20,000 seeded junk datagrams at `listener` in paced chunks; returns how much the
+        /// process's resident memory grew from the end of the first chunk to the end.
+        static func flood(_ listener: UDPListener, from raw: TestSocket, seed: UInt64, alreadyAccounted: Int) async throws -> Int {
             let target = try SocketAddress(ipAddress: "127.0.0.1", port: listener.localURL.port!)
-            var random = SeededRandom(seed: 0xF1_00D)
+            var random = SeededRandom(seed: seed)
             var sent = 0
             var residentAfterWarmUp = 0
             for chunk in 0..<40 {
@@ -44,20 +43,34 @@ extension UDPTransportTests {
                 }
                 sent += 500
                 // Paced: the listener accounts for each chunk before the next (no kernel drops).
-                let expected = sent
+                let expected = alreadyAccounted + sent
                 let caughtUp = await UDPTestSupport.eventually(within: .seconds(10)) { await listener.statistics().datagramsAccountedFor >= expected }
                 let accounted = await listener.statistics().datagramsAccountedFor
-                #expect(caughtUp, "after \(sent) datagrams the listener accounted for \(accounted)")
+                #expect(caughtUp, "after \(sent) datagrams the listener accounted for \(accounted - alreadyAccounted)")
                 if !caughtUp { break }
                 if chunk == 0 { residentAfterWarmUp = UDPTestSupport.residentBytes() }
             }
-            let residentAfter = UDPTestSupport.residentBytes()
-            let statistics = await listener.statistics()
             #expect(sent == 20_000)
-            #expect(statistics.datagramsAccountedFor == 20_000)
+            return UDPTestSupport.residentBytes() - residentAfterWarmUp
+        }
+
+        @Test func twentyThousandMalformedDatagramsBreakNothing() async throws {
+            let transport = UDPTransport()
+            let listener = try await transport.listenUDP(on: UDPTestSupport.url("udp://127.0.0.1:0"))
+            let raw = try await TestSocket.bind()
+            var growth = try await Self.flood(listener, from: raw, seed: 0xF1_00D, alreadyAccounted: 0)
+            var flooded = 20_000
+            if growth >= 2 << 20 {
+                // Other suites run in this process at the same time and may have grown it. A leak
+                // in the listener grows it on every flood; noise does not repeat: flood again.
+                growth = try await Self.flood(listener, from: raw, seed: 0xF1_00E, alreadyAccounted: flooded)
+                flooded += 20_000
+            }
+            let statistics = await listener.statistics()
+            #expect(statistics.datagramsAccountedFor == flooded)
             #expect(statistics.linksEstablished == 0)
             #expect(statistics.badCookies > 0 && statistics.strayDatagrams > 0 && statistics.malformed > 0)
-            #expect(residentAfter - residentAfterWarmUp < 2 << 20, "resident memory grew by \(residentAfter - residentAfterWarmUp) bytes")
+            #expect(growth < 2 << 20, "resident memory grew by \(growth) bytes over 20,000 junk datagrams")
 
             // Afterwards a legitimate client connects and talks.
             async let accepted = listener.acceptUDP()
