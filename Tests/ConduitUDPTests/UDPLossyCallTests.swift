@@ -21,20 +21,20 @@ extension UDPTransportTests {
             let callee: Call
         }
 
-        static func connect(impairment: ImpairmentConfiguration) async throws -> Setup {
+        static func connect(impairment: ImpairmentConfiguration, query: String = "") async throws -> Setup {
             var configuration = ConduitConfiguration()
             configuration.rateLimit = .unlimited
             configuration.reassembly.incompleteTimeout = .seconds(3_600)
             configuration.queueDelayOn = .seconds(3_600)
             let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
-            let listener = try await runtime.listen(on: "udp://127.0.0.1:0", as: "bob")
+            let listener = try await runtime.listen(on: "udp://127.0.0.1:0\(query)", as: "bob")
             let proxy = try await ImpairmentProxy.start(.init(
                 listen: UDPEndpoint(host: "127.0.0.1", port: 0),
                 upstream: UDPEndpoint(host: "127.0.0.1", port: listener.url.port!),
                 impairment: impairment
             ))
             async let accepted = listener.accept()
-            let caller = try await runtime.connect(to: "udp://127.0.0.1:\(proxy.localAddress.port!)", as: "alice")
+            let caller = try await runtime.connect(to: "udp://127.0.0.1:\(proxy.localAddress.port!)\(query)", as: "alice")
             let callee = try #require(try await accepted)
             return Setup(listener: listener, proxy: proxy, caller: caller, callee: callee)
         }
@@ -227,6 +227,41 @@ extension UDPTransportTests {
             await caller.hangUp()
             await callee.hangUp()
             await listener.close()
+        }
+
+        /// Keepalives hold an idle call open past the idle timeout; when the path then dies
+        /// without a goodbye, both ends give up after the idle timeout and sessions close `internal`.
+        @Test("keepalive keeps an idle call; a vanished peer ends it with internal after the idle timeout")
+        func keepaliveAndIdleTimeout() async throws {
+            let setup = try await Self.connect(impairment: ImpairmentConfiguration(), query: "?keepalive-ms=200&idle-timeout-ms=1000")
+            let outbound = try await setup.caller.makeOutboundDataSession(streamID: 104, type: .reliableMessage)
+            #expect(await Self.awaitIncoming(setup.callee)?.0 == 104)
+            // Idle for twice the idle timeout: the keepalives must hold the call.
+            try await Task.sleep(for: .seconds(2))
+            try await outbound.send([1, 2, 3], timestamp: 1)
+            let inbound = try await setup.callee.makeInboundDataSession(streamID: 104, expecting: .reliableMessage)
+            var first: InboundDataSession.Message?
+            for await event in inbound.events {
+                if case .message(let message) = event { first = message; break }
+            }
+            #expect(first?.bytes == [1, 2, 3])
+            // The path vanishes for good.
+            await setup.proxy.setPartitioned(true)
+            let started = ContinuousClock.now
+            var reason: DisconnectReason?
+            for await event in setup.caller.events {
+                if case .disconnected(let why) = event { reason = why; break }
+            }
+            #expect(reason == .transportClosed)
+            #expect(started.duration(to: .now) < .seconds(10))
+            var closed: DataSessionCloseReason?
+            for await event in outbound.events {
+                if case .closed(let why) = event { closed = why }
+            }
+            #expect(closed == .internal)
+            await setup.callee.hangUp()
+            await setup.listener.close()
+            await setup.proxy.stop()
         }
     }
 }
