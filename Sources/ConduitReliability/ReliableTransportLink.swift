@@ -30,6 +30,7 @@ public actor ReliableTransportLink: TransportLink {
     private var closeReason: String?
     private var isClosed = false
     private var dueInARow = 0
+    private var timerGeneration: UInt64 = 0
     private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
 
     /// Frames handed to one `read`, at most.
@@ -82,7 +83,7 @@ public actor ReliableTransportLink: TransportLink {
                 // Channels are independent, so a goodbye could overtake the data written before
                 // it and end the peer's call early. It waits until everything before it was
                 // acknowledged (or the link ended): what the call sent before hanging up arrives.
-                await waitUntilQuiescent()
+                await waitUntilQuiescent(limit: Self.goodbyeDrainLimit)
             }
             while true {
                 if let failure = writeFailure { throw failure }
@@ -94,6 +95,8 @@ public actor ReliableTransportLink: TransportLink {
                 case .queued:
                     break
                 case .queueFull:
+                    // Resumed once sending or expiry has taken frames off the queue (never by a
+                    // pump round that sent nothing, which would spin while the peer is blocked).
                     wake()
                     await withCheckedContinuation { writers.append($0) }
                     continue
@@ -131,13 +134,21 @@ public actor ReliableTransportLink: TransportLink {
         }
     }
 
-    /// Returns once every frame written so far is acknowledged or given up on, or the link ended.
-    /// The idle timeout bounds it when the peer has vanished.
-    private func waitUntilQuiescent() async {
+    /// Returns once every frame written so far is acknowledged or given up on, the link ended,
+    /// or `limit` passed (a peer that stays alive but stops reading never acknowledges).
+    private func waitUntilQuiescent(limit: Duration) async {
         guard !isClosed, !innerEnded, !engine.isQuiescent else { return }
         wake()
+        let waiter = Task { [weak self] in
+            try? await Task.sleep(for: limit)
+            await self?.releaseDrainWaiters()
+        }
         await withCheckedContinuation { drainWaiters.append($0) }
+        waiter.cancel()
     }
+
+    /// How long a goodbye waits for the frames written before it.
+    static let goodbyeDrainLimit = Duration.seconds(10)
 
     /// Closes gracefully: what was written is delivered and acknowledged first (bounded by
     /// `drainTimeout`), then the inner link closes and the peer reads nil.
@@ -147,15 +158,7 @@ public actor ReliableTransportLink: TransportLink {
 
     public func close(drainTimeout: Duration) async {
         guard !isClosed else { return }
-        if !innerEnded, !engine.isQuiescent {
-            wake()
-            let waiter = Task { [weak self] in
-                try? await Task.sleep(for: drainTimeout)
-                await self?.releaseDrainWaiters()
-            }
-            await withCheckedContinuation { drainWaiters.append($0) }
-            waiter.cancel()
-        }
+        await waitUntilQuiescent(limit: drainTimeout)
         guard !isClosed else { return }
         isClosed = true
         timer?.task.cancel()
@@ -191,7 +194,6 @@ public actor ReliableTransportLink: TransportLink {
                     break
                 }
             }
-            resumeWriters()
             if engine.isQuiescent { releaseDrainWaiters() }
             scheduleTimer()
         }
@@ -217,15 +219,19 @@ public actor ReliableTransportLink: TransportLink {
         if let armed = timer, armed.deadline <= wakeAt { return }
         timer?.task.cancel()
         let delay = wakeAt - current
+        timerGeneration &+= 1
+        let generation = timerGeneration
         let task = Task { [weak self] in
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
-            await self?.timerFired()
+            await self?.timerFired(generation: generation)
         }
         timer = (task, wakeAt)
     }
 
-    private func timerFired() {
+    private func timerFired(generation: UInt64) {
+        // A timer cancelled after its sleep ended may still get here: only the armed one counts.
+        guard generation == timerGeneration else { return }
         timer = nil
         guard !isClosed, !innerEnded else { return }
         runTimeouts(now: now())
@@ -236,19 +242,24 @@ public actor ReliableTransportLink: TransportLink {
         engine.handleTimeout(now: current)
         if engine.isIdleTimedOut(now: current) {
             endInner("nothing heard from the peer for \(configuration.idleTimeout.map { "\($0)" } ?? "too long")")
-            Task { await self.inner.close() }
             return
         }
         if engine.hasPendingDeliveries { resumeReader() }
+        resumeWriters()  // expired frames may have left the send queue
         wake()
     }
 
+    /// The link ended under us (the peer closed it, writing failed, or it idled out): wake every
+    /// waiter, stop the pump and let the inner link go, so nothing outlives it.
     private func endInner(_ reason: String) {
         guard !innerEnded else { return }
         innerEnded = true
-        closeReason = reason
+        if !isClosed { closeReason = reason }
         timer?.task.cancel()
         timer = nil
+        wakeSink.finish()
+        let inner = self.inner
+        Task { await inner.close() }
         resumeAll()
     }
 

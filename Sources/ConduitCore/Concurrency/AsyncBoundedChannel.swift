@@ -151,12 +151,19 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     }
 
     /// Ends the channel and discards what is buffered.
-    public func finishAndDiscard() {
-        state.withLock { state in
-            state.buffer.removeAll()
-            state.weight = 0
+    /// Finishes and drops what is buffered, returning it (to be released by the caller): an
+    /// element the consumer already took is the consumer's; one still here was never handed over.
+    @discardableResult
+    public func finishAndDiscard() -> [Element] {
+        let discarded = state.withLock { state in
+            defer {
+                state.buffer.removeAll()
+                state.weight = 0
+            }
+            return state.buffer.map(\.element)
         }
         finish()
+        return discarded
     }
 
     public var isFinished: Bool { state.withLock { $0.finished } }

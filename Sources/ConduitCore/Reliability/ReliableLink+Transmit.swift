@@ -11,7 +11,10 @@ extension ReliableLink {
     var pacingRate: Double { LinkPacer.rate(window: congestion.window, smoothedRttNanoseconds: rtt.smoothedNanoseconds) }
 
     func sendAllowance(now: ConduitInstant) -> SendAllowance {
-        guard ledger.entryCount < configuration.maxUnackedPackets else { return .blocked }
+        // At the cap only probes go (two over it), so a PTO can still find out what happened.
+        guard ledger.entryCount < configuration.maxUnackedPackets
+            || (probesOwed > 0 && ledger.entryCount < configuration.maxUnackedPackets + 2)
+        else { return .blocked }
         // Probes are not limited by the congestion window (RFC 9002 section 6.2.4); they are paced.
         if probesOwed == 0, !congestion.allows(bytes: configuration.maxDatagramSize) { return .blocked }
         let rate = pacingRate
@@ -234,8 +237,12 @@ extension ReliableLink {
                 activeChannels.append(activeChannels.removeFirst())
                 continue
             }
-            // The peer's window is one for the whole link.
-            guard outstandingBytes + frame.cost <= peerReceiveWindow else { break }
+            // The peer's window is one for the whole link. A frame that does not fit waits its
+            // turn; a smaller one on another channel may still go (as hasSendableNewFrame says).
+            guard outstandingBytes + frame.cost <= peerReceiveWindow else {
+                activeChannels.append(activeChannels.removeFirst())
+                continue
+            }
             guard writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { break }
             writer.appendData(channel: channel, sequence: frame.sequence, ordered: frame.ordered, lifetimeMilliseconds: lifetime.milliseconds, payload: frame.payload)
             items.append(.data(handle))

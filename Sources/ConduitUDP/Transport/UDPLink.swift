@@ -20,8 +20,6 @@ public final class UDPLink: TransportLink {
     private let inbox = UDPInbox()
     private let origin: NIODeadline
     private let closed = Atomic<Bool>(false)
-    /// Handed to the app by `accept`: closing the listener then leaves the link alone.
-    private let accepted = Atomic<Bool>(false)
     /// Run on the event loop once the link is closed (either side): frees what it holds there.
     private let detach: @Sendable () -> EventLoopFuture<Void>
 
@@ -154,9 +152,6 @@ public final class UDPLink: TransportLink {
     }
 
     // MARK: Reading and closing
-
-    func markAccepted() { accepted.store(true, ordering: .relaxed) }
-    var isAccepted: Bool { accepted.load(ordering: .relaxed) }
 
     public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.read() }
 

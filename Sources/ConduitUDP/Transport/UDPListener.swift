@@ -19,19 +19,18 @@ public final class UDPListener: TransportListener {
 
     /// The next link as its concrete type (for its statistics), or nil once closed.
     public func acceptUDP() async -> UDPLink? {
-        let link = await core.backlog.next()
-        link?.markAccepted()
-        return link
+        await core.backlog.next()
     }
 
     /// Stops accepting, like closing a listening TCP socket: links not yet accepted are closed
     /// (each sends BYE); accepted ones live on, and the shared socket closes with the last of them.
     public func close() async {
         let core = self.core
-        core.backlog.finishAndDiscard()
-        let unaccepted = (try? await channel.eventLoop.submit { core.shutDown() }.get()) ?? []
-        for link in unaccepted { await link.close() }
         let channel = self.channel
+        // First stop establishing (on the loop), then take back what nobody accepted: a link the
+        // consumer already popped is its own, whatever the timing.
+        try? await channel.eventLoop.submit { core.shutDown() }.get()
+        for link in core.backlog.finishAndDiscard() { await link.close() }
         try? await channel.eventLoop.submit { core.closeSocketIfUnused(channel) }.get()
     }
 

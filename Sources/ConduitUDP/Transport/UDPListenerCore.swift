@@ -130,10 +130,9 @@ final class UDPListenerCore: Sendable {
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }
 
-    /// Stops taking links; returns the live ones the app has not accepted (to be closed).
-    func shutDown() -> [UDPLink] {
+    /// Stops taking links (the listener closes them as it empties its backlog).
+    func shutDown() {
         state.value.isOpen = false
-        return state.value.links.values.filter { !$0.isAccepted }
     }
 
     /// Once the listener is closed and its last link is gone, the socket goes too.
