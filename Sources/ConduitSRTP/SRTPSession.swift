@@ -145,7 +145,9 @@ public final class SRTPSession {
 
     // MARK: Outbound
 
-    /// Encrypts and authenticates the RTP packet in place, appending the tag.
+    /// Encrypts and authenticates the RTP packet in place, appending the tag. Each packet of an SSRC
+    /// needs a fresh sequence number: protecting one libsrtp has already protected throws (reusing
+    /// a packet index would reuse keystream).
     public func protectRTP(_ packet: inout [UInt8]) throws(ConduitError) {
         try protect(&packet, minimumLength: 12, kind: "RTP") { srtp_protect(outbound, $0, $1) }
     }

@@ -285,3 +285,18 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("SRTP outbound")
+struct SRTPOutboundTests {
+    @Test("Protecting the same sequence number twice throws rather than reusing keystream")
+    func repeatedSequence() throws {
+        let (a, _) = try pair(.aesCM128HmacSha1_80)
+        var first = rtpPacket(sequence: 5)
+        try a.protectRTP(&first)
+        var again = rtpPacket(sequence: 5)
+        let error = #expect(throws: ConduitError.self) { try a.protectRTP(&again) }
+        #expect(error?.code == .protocolViolation)
+        #expect(again == rtpPacket(sequence: 5))
+        #expect(a.statistics.protected == 1)
+    }
+}
