@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
+        .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .plugin(name: "StreamCatalogPlugin", targets: ["StreamCatalogPlugin"]),
         .plugin(name: "StreamCatalogCommand", targets: ["StreamCatalogCommand"]),
@@ -58,6 +59,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // libsrtp2 (the system's, found with pkg-config) and SRTP/SRTCP protection on top of it.
+        .systemLibrary(
+            name: "CSRTP",
+            pkgConfig: "libsrtp2",
+            providers: [.apt(["libsrtp2-dev"])]
+        ),
+        .target(
+            name: "ConduitSRTP",
+            dependencies: ["CSRTP", "ConduitCore"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -128,6 +140,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitSRTPTests",
+            dependencies: ["ConduitSRTP", "ConduitCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
