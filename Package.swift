@@ -56,6 +56,7 @@ let package = Package(
             name: "ConduitUDP",
             dependencies: [
                 "ConduitCore",
+                "ConduitSRTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -137,6 +138,7 @@ let package = Package(
                 "ConduitConformance",
                 "ConduitReliability",
                 "Conduit",
+                "ConduitSRTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -80,7 +80,8 @@ public struct SRTPKeyMaterial: Hashable, Sendable, CustomStringConvertible {
     /// Key files hold one line of base64; anything past 4 KiB is not one.
     private static let maximumFileSize = 4096
 
-    private static func readSmallTextFile(_ path: String) throws(ConduitError) -> String {
+    /// The text of a key file (at most 4 KiB), for callers that keep more than one key in it.
+    public static func readSmallTextFile(_ path: String) throws(ConduitError) -> String {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else {
             throw ConduitError(.invalidConfiguration, "cannot open the SRTP key file \(path) (errno \(errno))")

@@ -159,6 +159,12 @@ final class UDPTap: Sendable {
         boxes.withLock { $0.front }?.writeAndFlush(AddressedEnvelope(remoteAddress: client, data: envelope.data), promise: nil)
     }
 
+    /// Sends `bytes` to the upstream from the tap's own socket: to the server, it comes from
+    /// the client's address (a replay or a forgery on the path).
+    func injectToServer(_ bytes: [UInt8]) async throws {
+        try await boxes.withLock { $0.back }?.writeAndFlush(AddressedEnvelope(remoteAddress: upstream, data: ByteBuffer(bytes: bytes)))
+    }
+
     func stop() async {
         let (front, back) = boxes.withLock { $0 }
         try? await front?.close()

@@ -23,6 +23,7 @@ extension UDPTransportTests {
                 .helloWithCookie(ssrc: 1, nonce: 2, version: 1, mtu: 1232, cookie: cookie),
                 .accept(ssrc: 4, clientSSRC: 1, nonce: 2, mtu: 1232),
                 .bye(ssrc: 5),
+                .reject(ssrc: 6, clientSSRC: 1, reason: 2),
             ]
             for message in messages {
                 let bytes = UDPTestSupport.rtcp(message)
@@ -116,6 +117,7 @@ extension UDPTransportTests {
                     case .helloWithCookie: names.append("HELLO-WITH-COOKIE")
                     case .accept: names.append("ACCEPT")
                     case .bye: names.append("BYE")
+                    case .reject: names.append("REJECT")
                     }
                 }
             }

@@ -37,8 +37,10 @@ final class UDPClientHandshake: Sendable {
     private let ssrc: UInt32
     private let nonce: UInt64
     private let mtu: Int
+    /// SRTP for everything this socket sends and receives, when the URL asks for it.
+    private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
-    init(loop: any EventLoop, server: SocketAddress, mtu: Int) {
+    init(loop: any EventLoop, server: SocketAddress, mtu: Int, srtp: sending UDPSRTPFilter? = nil) {
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         promise = loop.makePromise()
@@ -46,6 +48,11 @@ final class UDPClientHandshake: Sendable {
         ssrc = random.next()
         nonce = random.next()
         self.mtu = mtu
+        if let srtp {
+            self.srtp = .makeBoxSendingValue(srtp, eventLoop: loop)
+        } else {
+            self.srtp = nil
+        }
     }
 
     /// Starts the handshake on `channel`; the future holds the link, or `timeoutError` in time.
@@ -84,7 +91,7 @@ final class UDPClientHandshake: Sendable {
         if let cookie {
             send(.helloWithCookie(ssrc: ssrc, nonce: nonce, version: version, mtu: UInt16(mtu), cookie: cookie), on: channel)
         } else {
-            send(.hello(ssrc: ssrc, nonce: nonce, version: version, mtu: UInt16(mtu)), on: channel)
+            send(.hello(ssrc: ssrc, nonce: nonce, version: version, mtu: UInt16(mtu), srtpProfile: srtp?.value.wireCode ?? 0), on: channel)
         }
         let delay = state.value.retransmitDelay
         state.value.retransmitDelay = min(delay * 2, Self.maxRetransmit)
@@ -96,12 +103,34 @@ final class UDPClientHandshake: Sendable {
     private func send(_ message: UDPControlMessage, on channel: any Channel) {
         var buffer = channel.allocator.buffer(capacity: 48)
         message.write(into: &buffer)
+        if let srtp {
+            guard let sealed = srtp.value.protect(buffer, allocator: channel.allocator) else { return }
+            buffer = sealed
+        }
         // Errors (ECONNREFUSED after an ICMP port-unreachable) are not fatal: retry until the timeout.
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
     }
 
     func receive(_ envelope: AddressedEnvelope<ByteBuffer>, via channel: any Channel) {
-        let data = envelope.data
+        var data = envelope.data
+        if case .handshaking = state.value.phase, envelope.remoteAddress == server,
+            case .reject(_, let client, let reason)? = UDPControlMessage(parsing: data), client == ssrc
+        {
+            // In the clear by design: the listener could not take our handshake.
+            let why = reason == 2
+                ? "its SRTP profile differs from ours (or only one side uses SRTP)"
+                : "it could not authenticate it with SRTP (the SRTP keys or profile differ, or only one side uses SRTP)"
+            return fail(ConduitError(.connectionFailed, "udp://\(UDPSocket.describe(server)) refused the handshake: \(why)"))
+        }
+        if let srtp {
+            switch srtp.value.unprotect(data) {
+            case .success(let plain):
+                data = plain
+            case .failure:
+                if case .established(let link) = state.value.phase { link.countSRTPDrop() }
+                return
+            }
+        }
         switch state.value.phase {
         case .established(let link):
             guard envelope.remoteAddress == server else { return link.countStranger() }
@@ -124,7 +153,7 @@ final class UDPClientHandshake: Sendable {
             where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
                 state.value.timer?.cancel()
                 state.value.deadline?.cancel()
-                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed)) {
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), srtp: srtp) {
                     channel.close()
                 }
                 state.value.phase = .established(link)

@@ -6,7 +6,10 @@ import NIOCore
 /// (HELLO is padded to the size of COOKIE).
 enum UDPControlMessage: Hashable, Sendable {
     /// client → server. SSRC = client SSRC.
-    case hello(ssrc: UInt32, nonce: UInt64, version: UInt16, mtu: UInt16)
+    /// `srtpProfile`: the client's SRTP profile (0 none, 1 AES_CM_128_HMAC_SHA1_80,
+    /// 2 AES_CM_128_HMAC_SHA1_32, 3 AEAD_AES_128_GCM), in the first padding byte: two profiles
+    /// can share the SRTCP transform, so the listener must compare them to refuse a mismatch.
+    case hello(ssrc: UInt32, nonce: UInt64, version: UInt16, mtu: UInt16, srtpProfile: UInt8 = 0)
     /// server → client. SSRC = the listener's SSRC; echoes the nonce.
     case cookie(ssrc: UInt32, nonce: UInt64, cookie: UDPCookie)
     /// client → server. SSRC = client SSRC; echoes the cookie.
@@ -15,6 +18,11 @@ enum UDPControlMessage: Hashable, Sendable {
     case accept(ssrc: UInt32, clientSSRC: UInt32, nonce: UInt64, mtu: UInt16)
     /// either side: the link is closed.
     case bye(ssrc: UInt32)
+    /// Listener → client, always in the clear: the listener could not authenticate a handshake
+    /// packet from `clientSSRC` with SRTP (keys or profile differ, or only one side uses SRTP).
+    /// It tells the client at once rather than leaving it to time out; it carries nothing secret.
+    /// `reason`: 1 the packet failed SRTP authentication, 2 the SRTP profiles differ.
+    case reject(ssrc: UInt32, clientSSRC: UInt32, reason: UInt8)
 
     static let protocolVersion: UInt16 = 1
     static let appPayloadType: UInt8 = 204
@@ -22,7 +30,7 @@ enum UDPControlMessage: Hashable, Sendable {
     static let name: UInt32 = 0x434E_4454  // "CNDT"
 
     enum Subtype: UInt8 {
-        case hello = 1, cookie = 2, helloWithCookie = 3, accept = 4
+        case hello = 1, cookie = 2, helloWithCookie = 3, accept = 4, reject = 5
     }
 
     /// Bytes of application-dependent data per subtype (a multiple of 4).
@@ -32,6 +40,7 @@ enum UDPControlMessage: Hashable, Sendable {
         case .cookie: 28  // nonce 8, cookie time 4, cookie 16
         case .helloWithCookie: 32  // nonce 8, version 2, mtu 2, cookie time 4, cookie 16
         case .accept: 16  // client SSRC 4, nonce 8, mtu 2, reserved 2
+        case .reject: 8  // client SSRC 4, reason 1, reserved 3
         }
     }
 
@@ -42,12 +51,13 @@ enum UDPControlMessage: Hashable, Sendable {
             buffer.writeInteger(Self.byePayloadType)
             buffer.writeInteger(UInt16(1))  // length in words - 1
             buffer.writeInteger(ssrc)
-        case .hello(let ssrc, let nonce, let version, let mtu):
+        case .hello(let ssrc, let nonce, let version, let mtu, let srtpProfile):
             Self.writeAppHeader(.hello, ssrc: ssrc, into: &buffer)
             buffer.writeInteger(nonce)
             buffer.writeInteger(version)
             buffer.writeInteger(mtu)
-            buffer.writeRepeatingByte(0, count: 16)
+            buffer.writeInteger(srtpProfile)
+            buffer.writeRepeatingByte(0, count: 15)
         case .cookie(let ssrc, let nonce, let cookie):
             Self.writeAppHeader(.cookie, ssrc: ssrc, into: &buffer)
             buffer.writeInteger(nonce)
@@ -64,6 +74,11 @@ enum UDPControlMessage: Hashable, Sendable {
             buffer.writeInteger(nonce)
             buffer.writeInteger(mtu)
             buffer.writeInteger(UInt16(0))
+        case .reject(let ssrc, let clientSSRC, let reason):
+            Self.writeAppHeader(.reject, ssrc: ssrc, into: &buffer)
+            buffer.writeInteger(clientSSRC)
+            buffer.writeInteger(reason)
+            buffer.writeRepeatingByte(0, count: 3)
         }
     }
 
@@ -93,14 +108,14 @@ enum UDPControlMessage: Hashable, Sendable {
         }
         guard type == Self.appPayloadType, let subtype = Subtype(rawValue: first & 0x1F),
             b.readInteger(as: UInt32.self) == Self.name, b.readableBytes == Self.dataSize(subtype),
-            let nonce = subtype == .accept ? 0 : b.readInteger(as: UInt64.self)
+            let nonce = subtype == .accept || subtype == .reject ? 0 : b.readInteger(as: UInt64.self)
         else { return nil }
         switch subtype {
         case .hello:
             guard let version = b.readInteger(as: UInt16.self), let mtu = b.readInteger(as: UInt16.self),
-                b.readableBytesView.allSatisfy({ $0 == 0 })
+                let srtpProfile = b.readInteger(as: UInt8.self), b.readableBytesView.allSatisfy({ $0 == 0 })
             else { return nil }
-            self = .hello(ssrc: ssrc, nonce: nonce, version: version, mtu: mtu)
+            self = .hello(ssrc: ssrc, nonce: nonce, version: version, mtu: mtu, srtpProfile: srtpProfile)
         case .cookie:
             guard let cookie = UDPCookie(reading: &b) else { return nil }
             self = .cookie(ssrc: ssrc, nonce: nonce, cookie: cookie)
@@ -114,6 +129,11 @@ enum UDPControlMessage: Hashable, Sendable {
                 let mtu = b.readInteger(as: UInt16.self), b.readInteger(as: UInt16.self) == 0
             else { return nil }
             self = .accept(ssrc: ssrc, clientSSRC: clientSSRC, nonce: nonce, mtu: mtu)
+        case .reject:
+            guard let clientSSRC = b.readInteger(as: UInt32.self), let reason = b.readInteger(as: UInt8.self),
+                b.readableBytesView.allSatisfy({ $0 == 0 })
+            else { return nil }
+            self = .reject(ssrc: ssrc, clientSSRC: clientSSRC, reason: reason)
         }
     }
 }

@@ -22,6 +22,8 @@ public final class UDPLink: TransportLink {
     private let closed = Atomic<Bool>(false)
     /// Run on the event loop once the link is closed (either side): frees what it holds there.
     private let detach: @Sendable () -> EventLoopFuture<Void>
+    /// SRTP for what this link sends (the socket's filter, shared with its listener or handshake).
+    private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
     private struct State {
         var sequence: UInt16
@@ -37,6 +39,7 @@ public final class UDPLink: TransportLink {
         localSSRC: UInt32,
         remoteSSRC: UInt32,
         mtu: Int,
+        srtp: NIOLoopBoundBox<UDPSRTPFilter>? = nil,
         detach: @escaping @Sendable () -> EventLoopFuture<Void>
     ) {
         var random = SystemRandomNumberGenerator()
@@ -49,7 +52,16 @@ public final class UDPLink: TransportLink {
         self.state = NIOLoopBoundBox(State(sequence: random.next()), eventLoop: channel.eventLoop)
         self.origin = .now()
         self.detach = detach
+        self.srtp = srtp
     }
+
+    /// `buffer` as it goes on the wire: SRTP-protected when SRTP is on (nil: refused, not sent).
+    func sealed(_ buffer: ByteBuffer) -> ByteBuffer? {
+        guard let srtp else { return buffer }
+        return srtp.value.protect(buffer, allocator: channel.allocator)
+    }
+
+    func countSRTPDrop() { state.value.statistics.droppedSRTP += 1 }
 
     // MARK: Writing
 
@@ -90,7 +102,12 @@ public final class UDPLink: TransportLink {
             RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
             sequence &+= 1
             batch.withDatagram(index) { _ = buffer.writeBytes($0) }
-            channel.write(AddressedEnvelope(remoteAddress: peer, data: buffer), promise: index == batch.count - 1 ? promise : nil)
+            guard let sealed = sealed(buffer) else {
+                state.value.statistics.sendErrors += 1
+                if index == batch.count - 1 { promise.succeed() }
+                continue
+            }
+            channel.write(AddressedEnvelope(remoteAddress: peer, data: sealed), promise: index == batch.count - 1 ? promise : nil)
         }
         channel.flush()
         state.value.sequence = sequence
@@ -165,7 +182,8 @@ public final class UDPLink: TransportLink {
             self.state.value.isOpen = false
             var buffer = self.channel.allocator.buffer(capacity: 8)
             UDPControlMessage.bye(ssrc: self.localSSRC).write(into: &buffer)
-            let sent = self.channel.writeAndFlush(AddressedEnvelope(remoteAddress: self.peer, data: buffer))
+            guard let sealed = self.sealed(buffer) else { return self.detach() }
+            let sent = self.channel.writeAndFlush(AddressedEnvelope(remoteAddress: self.peer, data: sealed))
             return sent.flatMapError { _ in self.channel.eventLoop.makeSucceededVoidFuture() }.flatMap { self.detach() }
         }
         try? await future.get()

@@ -20,17 +20,40 @@ final class UDPListenerCore: Sendable {
     /// The SSRC the listener's COOKIE messages carry.
     private let ssrc: UInt32
     private let jar = UDPCookieJar()
+    /// SRTP for everything on this socket, every link's traffic included (one libsrtp stream per
+    /// SSRC, so each link has its own replay window), when the URL asks for it.
+    let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
-    init(loop: any EventLoop, mtu: Int) {
+    init(loop: any EventLoop, mtu: Int, srtp: sending UDPSRTPFilter? = nil) {
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         ssrc = random.next()
         self.mtu = mtu
+        if let srtp {
+            self.srtp = .makeBoxSendingValue(srtp, eventLoop: loop)
+        } else {
+            self.srtp = nil
+        }
     }
 
     func receive(_ envelope: AddressedEnvelope<ByteBuffer>, via channel: any Channel) {
         let from = envelope.remoteAddress
-        let data = envelope.data
+        var data = envelope.data
+        if let srtp {
+            switch srtp.value.unprotect(data) {
+            case .success(let plain):
+                data = plain
+            case .failure:
+                if let link = state.value.links[from] { return link.countSRTPDrop() }
+                state.value.statistics.srtpRejected += 1
+                // A client with other keys (or none) learns why at once: REJECT in the clear,
+                // no larger than what came, naming only the SSRC the packet showed in the clear.
+                if RTPHeader.looksLikeRTCP(data), let client = data.getInteger(at: data.readerIndex + 4, as: UInt32.self) {
+                    sendClear(.reject(ssrc: ssrc, clientSSRC: client, reason: 1), to: from, via: channel)
+                }
+                return
+            }
+        }
         if let link = state.value.links[from] {
             return dispatch(data, to: link, via: channel)
         }
@@ -43,9 +66,15 @@ final class UDPListenerCore: Sendable {
             return
         }
         switch message {
-        case .hello(let client, let nonce, let version, let mtu):
+        case .hello(let client, let nonce, let version, let mtu, let srtpProfile):
             guard version == UDPControlMessage.protocolVersion, UDPOptions.mtuRange.contains(Int(mtu)) else {
                 state.value.statistics.malformed += 1
+                return
+            }
+            // Authenticated, yet another profile (two share the SRTCP transform): refuse clearly.
+            guard srtpProfile == (srtp?.value.wireCode ?? 0) else {
+                state.value.statistics.srtpRejected += 1
+                sendClear(.reject(ssrc: ssrc, clientSSRC: client, reason: 2), to: from, via: channel)
                 return
             }
             guard hasRoom() else { return }
@@ -61,7 +90,7 @@ final class UDPListenerCore: Sendable {
             }
             guard hasRoom() else { return }
             establish(from: from, ssrc: client, nonce: nonce, mtu: min(Int(mtu), self.mtu), via: channel)
-        case .cookie, .accept, .bye:
+        case .cookie, .accept, .bye, .reject:
             state.value.statistics.strayDatagrams += 1
         }
     }
@@ -80,7 +109,7 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu) { [self] in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, srtp: srtp) { [self] in
             if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()
@@ -111,7 +140,7 @@ final class UDPListenerCore: Sendable {
             // The first ACCEPT may have been lost: say it again (the link already exists).
             state.value.statistics.acceptsRepeated += 1
             send(.accept(ssrc: link.localSSRC, clientSSRC: client, nonce: nonce, mtu: UInt16(link.capabilities.mtu + RTPHeader.size)), to: link.peer, via: channel)
-        case .hello, .helloWithCookie, .cookie, .accept:
+        case .hello, .helloWithCookie, .cookie, .accept, .reject:
             link.countStranger()
         }
     }
@@ -126,6 +155,16 @@ final class UDPListenerCore: Sendable {
 
     private func send(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
         var buffer = channel.allocator.buffer(capacity: 48)
+        message.write(into: &buffer)
+        if let srtp {
+            guard let sealed = srtp.value.protect(buffer, allocator: channel.allocator) else { return }
+            buffer = sealed
+        }
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+    }
+
+    private func sendClear(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
+        var buffer = channel.allocator.buffer(capacity: 20)
         message.write(into: &buffer)
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }

@@ -5,11 +5,13 @@ import NIOCore
 struct UDPOptions: Sendable {
     static let defaultMTU = 1_232
     static let mtuRange = 256...65_507
-    static let known = ["mtu", "connect-timeout-ms"]
+    static let known = ["mtu", "connect-timeout-ms"] + UDPSRTPConfiguration.optionKeys
 
     /// UDP payload bytes per datagram (RTP header included).
     var mtu: Int
     var connectTimeoutMilliseconds: Int
+    /// SRTP protection, when the URL asks for it.
+    var srtp: UDPSRTPConfiguration?
 
     init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
         guard url.scheme == "udp" else {
@@ -26,6 +28,7 @@ struct UDPOptions: Sendable {
         }
         mtu = try url.intOption("mtu", default: Self.defaultMTU, in: Self.mtuRange)
         connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
+        srtp = try UDPSRTPConfiguration(url: url)
     }
 
     var connectTimeoutText: String {

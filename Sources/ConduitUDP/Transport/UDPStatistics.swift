@@ -12,6 +12,8 @@ public struct UDPLinkStatistics: Sendable, Hashable, Codable {
     public var droppedStranger = 0
     /// Sends the operating system refused (the datagrams are lost; the link stays up).
     public var sendErrors = 0
+    /// With SRTP: datagrams from the peer that failed authentication or were replays (dropped).
+    public var droppedSRTP = 0
 
     public init() {}
 }
@@ -32,12 +34,15 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     public var linksEstablished = 0
     /// ACCEPTs sent again for a repeated HELLO-WITH-COOKIE of an established link.
     public var acceptsRepeated = 0
+    /// With SRTP: datagrams from an address without a link that failed authentication (each
+    /// RTCP one answered with a clear REJECT, so a client with other keys learns why at once).
+    public var srtpRejected = 0
 
     public init() {}
 
     /// Every datagram that reached the listener without reaching a link is in exactly one counter
     /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated` or `refusedAtCapacity`).
     public var datagramsAccountedFor: Int {
-        hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + linksEstablished + acceptsRepeated
+        hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + linksEstablished + acceptsRepeated + srtpRejected
     }
 }

@@ -33,7 +33,8 @@ public struct UDPTransport: Transport {
         let options = try UDPOptions(url, listening: true)
         let address = try UDPOptions.resolve(url)
         let loop = group.next()
-        let core = UDPListenerCore(loop: loop, mtu: options.mtu)
+        let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: false)) }
+        let core = UDPListenerCore(loop: loop, mtu: options.mtu, srtp: filter)
         let channel = try await UDPSocket.bind(
             to: address,
             on: loop,
@@ -55,7 +56,8 @@ public struct UDPTransport: Transport {
         let options = try UDPOptions(url, listening: false)
         let server = try UDPOptions.resolve(url)
         let loop = group.next()
-        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu)
+        let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: true)) }
+        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, srtp: filter)
         let channel = try await UDPSocket.bind(
             to: try UDPSocket.ephemeral(for: server),
             on: loop,
@@ -63,7 +65,11 @@ public struct UDPTransport: Transport {
             onDatagram: { handshake.receive($0, via: $1) },
             onBurstEnd: { handshake.flushReceived() }
         )
-        let timeout = ConduitError(.timedOut, "no answer from udp://\(UDPSocket.describe(server)) within \(options.connectTimeoutText)")
+        let timeout = ConduitError(
+            .timedOut,
+            "no answer from udp://\(UDPSocket.describe(server)) within \(options.connectTimeoutText)"
+                + (options.srtp != nil ? " (SRTP is on: a listener without SRTP cannot read our handshake)" : "")
+        )
         do {
             let established = handshake.start(
                 on: channel,
