@@ -300,3 +300,25 @@ struct SRTPOutboundTests {
         #expect(a.statistics.protected == 1)
     }
 }
+
+@Suite("SRTP sequence-number rollover")
+struct SRTPRolloverTests {
+    /// The 16-bit RTP sequence number wraps; libsrtp carries the rollover counter (RFC 3711
+    /// section 3.3.1), so packets on both sides of the wrap protect and unprotect, each once.
+    @Test(arguments: SRTPProfile.allCases)
+    func sequenceNumbersWrapWithoutLoss(_ profile: SRTPProfile) throws {
+        let (a, b) = try pair(profile)
+        let sequences = Array(UInt16(65_500)...UInt16.max) + Array(UInt16(0)...UInt16(100))
+        var beforeWrap: [UInt8] = []
+        for sequence in sequences {
+            var packet = rtpPacket(sequence: sequence)
+            let plain = packet
+            try a.protectRTP(&packet)
+            if sequence == .max { beforeWrap = packet }
+            #expect(b.unprotectRTP(&packet) == .ok, "sequence \(sequence)")
+            #expect(packet == plain)
+        }
+        // The last packet before the wrap, replayed after it, is refused.
+        #expect(b.unprotectRTP(&beforeWrap) == .replayed)
+    }
+}
