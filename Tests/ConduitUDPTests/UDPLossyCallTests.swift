@@ -55,16 +55,13 @@ extension UDPTransportTests {
             return nil
         }
 
-        @Test("reliable messages of 1 B to 128 KiB: exactly once, in order, byte-identical")
-        func reliableMessagesThroughLoss() async throws {
-            let setup = try await Self.connect(impairment: Self.harsh(seed: 41))
+        /// Sends `count` seeded reliable messages of 1 B – 128 KiB on stream 100 and receives them.
+        static func transfer(_ setup: Setup, count: Int, seed: UInt64) async throws -> (sent: [[UInt8]], received: [InboundDataSession.Message]) {
             let outbound = try await setup.caller.makeOutboundDataSession(streamID: 100, type: .reliableMessage)
             #expect(await Self.awaitIncoming(setup.callee)?.0 == 100)
             let inbound = try await setup.callee.makeInboundDataSession(streamID: 100, expecting: .reliableMessage)
-            let count = Self.soak ? 2_000 : 200
-            var random = SeededRandom(seed: 77)
+            var random = SeededRandom(seed: seed)
             let messages: [[UInt8]] = (0..<count).map { _ in random.bytes(max(1, random.logUniformSize(max: 131_072))) }
-            let started = ContinuousClock.now
             let sender = Task {
                 for (index, message) in messages.enumerated() { try await outbound.send(message, timestamp: UInt64(index)) }
             }
@@ -75,6 +72,15 @@ extension UDPTransportTests {
                 if received.count == count { break }
             }
             try await sender.value
+            return (messages, received)
+        }
+
+        @Test("reliable messages of 1 B to 128 KiB: exactly once, in order, byte-identical")
+        func reliableMessagesThroughLoss() async throws {
+            let setup = try await Self.connect(impairment: Self.harsh(seed: 41))
+            let count = Self.soak ? 2_000 : 200
+            let started = ContinuousClock.now
+            let (messages, received) = try await Self.transfer(setup, count: count, seed: 77)
             let elapsed = started.duration(to: .now)
             #expect(received.map(\.timestamp) == (0..<UInt64(count)).map { $0 })
             #expect(received.map(\.bytes) == messages)

@@ -131,21 +131,7 @@ extension UDPTransportTests {
             let path = try Self.keyFile(.aesCM128HmacSha1_80, seed: 5)
             defer { try? FileManager.default.removeItem(atPath: path) }
             let setup = try await UDPLossyCallTests.connect(impairment: UDPLossyCallTests.harsh(seed: 51), query: "?srtp-key-file=\(path)")
-            let outbound = try await setup.caller.makeOutboundDataSession(streamID: 100, type: .reliableMessage)
-            #expect(await UDPLossyCallTests.awaitIncoming(setup.callee)?.0 == 100)
-            let inbound = try await setup.callee.makeInboundDataSession(streamID: 100, expecting: .reliableMessage)
-            var random = SeededRandom(seed: 52)
-            let messages: [[UInt8]] = (0..<200).map { _ in random.bytes(max(1, random.logUniformSize(max: 131_072))) }
-            let sender = Task {
-                for (index, message) in messages.enumerated() { try await outbound.send(message, timestamp: UInt64(index)) }
-            }
-            var received: [InboundDataSession.Message] = []
-            for await event in inbound.events {
-                guard case .message(let message) = event else { continue }
-                received.append(message)
-                if received.count == messages.count { break }
-            }
-            try await sender.value
+            let (messages, received) = try await UDPLossyCallTests.transfer(setup, count: 200, seed: 52)
             #expect(received.map(\.timestamp) == (0..<UInt64(messages.count)).map { $0 })
             #expect(received.map(\.bytes) == messages)
             await setup.caller.hangUp()

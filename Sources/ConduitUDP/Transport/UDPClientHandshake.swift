@@ -101,12 +101,7 @@ final class UDPClientHandshake: Sendable {
     }
 
     private func send(_ message: UDPControlMessage, on channel: any Channel) {
-        var buffer = channel.allocator.buffer(capacity: 48)
-        message.write(into: &buffer)
-        if let srtp {
-            guard let sealed = srtp.value.protect(buffer, allocator: channel.allocator) else { return }
-            buffer = sealed
-        }
+        guard let buffer = message.datagram(sealedWith: srtp, allocator: channel.allocator) else { return }
         // Errors (ECONNREFUSED after an ICMP port-unreachable) are not fatal: retry until the timeout.
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
     }

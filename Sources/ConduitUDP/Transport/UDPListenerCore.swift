@@ -154,18 +154,12 @@ final class UDPListenerCore: Sendable {
     }
 
     private func send(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
-        var buffer = channel.allocator.buffer(capacity: 48)
-        message.write(into: &buffer)
-        if let srtp {
-            guard let sealed = srtp.value.protect(buffer, allocator: channel.allocator) else { return }
-            buffer = sealed
-        }
+        guard let buffer = message.datagram(sealedWith: srtp, allocator: channel.allocator) else { return }
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }
 
     private func sendClear(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
-        var buffer = channel.allocator.buffer(capacity: 20)
-        message.write(into: &buffer)
+        guard let buffer = message.datagram(sealedWith: nil, allocator: channel.allocator) else { return }
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }
 

@@ -108,6 +108,16 @@ final class UDPSRTPFilter {
     }
 }
 
+extension UDPControlMessage {
+    /// The message as it goes on the wire: SRTCP-protected when `srtp` is on, nil if refused.
+    func datagram(sealedWith srtp: NIOLoopBoundBox<UDPSRTPFilter>?, allocator: ByteBufferAllocator) -> ByteBuffer? {
+        var buffer = allocator.buffer(capacity: 48)
+        write(into: &buffer)
+        guard let srtp else { return buffer }
+        return srtp.value.protect(buffer, allocator: allocator)
+    }
+}
+
 struct UDPSRTPRejection: Error {
     let verdict: SRTPVerdict
 }
