@@ -124,8 +124,7 @@ actor CallEngine {
                 dispatchEvents()
                 if batch.isEmpty || linkIsClosed { break }
                 do { try await link.write(batch) } catch {
-                    machine.linkClosed()
-                    dispatchEvents()
+                    writeFailed()
                     break
                 }
             }
@@ -138,6 +137,24 @@ actor CallEngine {
     }
 
     private func wake() { wakeSink.yield() }
+
+    /// Writing failed: the peer closed its end. Its goodbye may still be waiting in our inbox,
+    /// so the reader gets to drain it first (the call then ends as the peer's hang-up, not as a
+    /// broken transport); if the reader has not finished within a second, the link is gone.
+    private func writeFailed() {
+        guard !machine.isEnded else { return }
+        Task {
+            try? await Task.sleep(for: .seconds(1))
+            self.endIfStillOpen()
+        }
+    }
+
+    private func endIfStillOpen() {
+        guard !machine.isEnded else { return }
+        machine.linkClosed()
+        dispatchEvents()
+        wake()
+    }
 
     private func scheduleTimers() {
         guard !linkIsClosed else { return }
