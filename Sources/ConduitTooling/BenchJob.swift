@@ -1,0 +1,245 @@
+public import Conduit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A figure measured over several runs: the median and the spread.
+public struct BenchSpread: Sendable, Codable, Hashable {
+    public var median: Double
+    public var min: Double
+    public var max: Double
+
+    public init(median: Double, min: Double, max: Double) {
+        self.median = median
+        self.min = min
+        self.max = max
+    }
+
+    /// The median (the mean of the middle two for an even count) and min–max of `values`; `nil`
+    /// when there are none.
+    public init?(_ values: [Double]) {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        median = sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+        min = sorted[0]
+        max = sorted[sorted.count - 1]
+    }
+}
+
+/// What `conduit bench` does: a matrix transport × session type × message size, each cell run
+/// `runs` times in process (a ``ListenJob`` and a ``SendJob`` on one runtime, rate cap off,
+/// every payload verified), reported as median and spread.
+public struct BenchJob: Sendable {
+    /// One cell of the matrix.
+    public struct Cell: Sendable, Hashable {
+        public var transport: String
+        public var type: SessionType
+        public var size: Int
+
+        public init(transport: String, type: SessionType, size: Int) {
+            self.transport = transport
+            self.type = type
+            self.size = size
+        }
+    }
+
+    public struct Options: Sendable, Hashable {
+        public var transports: [String]
+        public var types: [SessionType]
+        public var sizes: [Int]
+        public var runs: Int
+        /// Each run sends `max(50, countBytes / size)` messages.
+        public var countBytes: Int
+        /// Bounds each run (listen and send).
+        public var timeout: Duration
+
+        public init(
+            transports: [String] = ["udp://127.0.0.1:0"],
+            types: [SessionType] = [.reliableMessage],
+            sizes: [Int] = [1_024, 16_384, 65_536],
+            runs: Int = 3,
+            countBytes: Int = 64 * 1_048_576,
+            timeout: Duration = .seconds(120)
+        ) {
+            self.transports = transports
+            self.types = types
+            self.sizes = sizes
+            self.runs = runs
+            self.countBytes = countBytes
+            self.timeout = timeout
+        }
+
+        /// The cells in order: transports outermost, then types, then sizes.
+        public var cells: [Cell] {
+            transports.flatMap { transport in
+                types.flatMap { type in sizes.map { Cell(transport: transport, type: type, size: $0) } }
+            }
+        }
+
+        /// Messages per run for a message size.
+        public func count(for size: Int) -> Int { Swift.max(50, countBytes / Swift.max(1, size)) }
+
+        /// Refuses runs < 1, an empty matrix, sizes outside 1...the type's limit, bad URLs.
+        public func validate() throws(ConduitError) {
+            guard runs >= 1 else { throw ConduitError(.invalidConfiguration, "runs must be at least 1 (got \(runs))") }
+            guard countBytes >= 1 else { throw ConduitError(.invalidConfiguration, "count-bytes must be positive (got \(countBytes))") }
+            guard !transports.isEmpty, !types.isEmpty, !sizes.isEmpty else {
+                throw ConduitError(.invalidConfiguration, "the matrix is empty (give at least one transport, type and size)")
+            }
+            for url in transports { _ = try TransportURL(parsing: url) }
+            for type in types {
+                for size in sizes where size < 1 || size > type.maxSendSize {
+                    throw ConduitError(.messageTooLarge, "size \(size) is outside 1...\(type.maxSendSize), the limit of one \(type) send")
+                }
+            }
+        }
+    }
+
+    /// One run's figures.
+    public struct Run: Sendable, Hashable {
+        public var messages: Int
+        public var bytes: Int
+        public var elapsedSeconds: Double
+        public var cpuSeconds: Double
+        public var megabytesPerSecond: Double { elapsedSeconds > 0 ? Double(bytes) / elapsedSeconds / 1e6 : 0 }
+        public var messagesPerSecond: Double { elapsedSeconds > 0 ? Double(messages) / elapsedSeconds : 0 }
+    }
+
+    public var runtime: ConduitRuntime
+    public var options: Options
+
+    public init(runtime: ConduitRuntime, options: Options) {
+        self.runtime = runtime
+        self.options = options
+    }
+
+    /// Progress of one finished run: its number among all runs, the total, the cell, the run
+    /// within the cell, and its figures.
+    public typealias Progress = @Sendable (_ index: Int, _ total: Int, _ cell: Cell, _ run: Int, _ figures: Run) -> Void
+
+    /// Runs every cell and returns their reports. Throws on bad options, or when a run cannot
+    /// listen, connect, or does not deliver every message intact.
+    public func run(progress: Progress = { _, _, _, _, _ in }) async throws(ConduitError) -> [BenchCellReport] {
+        try options.validate()
+        let cells = options.cells
+        let total = cells.count * options.runs
+        var reports: [BenchCellReport] = []
+        var index = 0
+        for cell in cells {
+            var runs: [Run] = []
+            for run in 1...options.runs {
+                let figures = try await runOnce(cell)
+                index += 1
+                progress(index, total, cell, run, figures)
+                runs.append(figures)
+            }
+            reports.append(BenchCellReport(cell: cell, runs: runs, peakResidentBytes: ResourceUsage.now().peakResidentBytes))
+        }
+        return reports
+    }
+
+    /// One run of one cell.
+    public func runOnce(_ cell: Cell) async throws(ConduitError) -> Run {
+        let count = options.count(for: cell.size)
+        let listen = ListenJob(runtime: runtime, url: cell.transport, options: .init(expect: count, timeout: options.timeout, peer: "bench-listener"))
+        let (urls, bound) = AsyncStream.makeStream(of: String.self)
+        let listening = Task { () async throws(ConduitError) -> ListenReport in
+            defer { bound.finish() }
+            return try await listen.run(onListening: { bound.yield($0) })
+        }
+        func listened() async throws(ConduitError) -> ListenReport {
+            switch await listening.result {
+            case .success(let report): return report
+            case .failure(let error as ConduitError): throw error
+            case .failure(let error): throw ConduitError(.connectionFailed, "listening on \(cell.transport): \(error)")
+            }
+        }
+        var iterator = urls.makeAsyncIterator()
+        guard let url = await iterator.next() else {
+            // The listener failed before it listened: its error says why.
+            _ = try await listened()
+            throw ConduitError(.connectionFailed, "the listener ended before it listened on \(cell.transport)")
+        }
+        let before = ResourceUsage.now()
+        let send = SendJob(runtime: runtime, options: .init(
+            url: url, streamID: 100, type: cell.type, count: count, sizes: cell.size...cell.size,
+            rate: .unlimited, seed: 1, timeout: options.timeout, peer: "bench-sender"
+        ))
+        let sent: SendReport
+        do throws(ConduitError) {
+            sent = try await send.run()
+        } catch {
+            listening.cancel()
+            throw error
+        }
+        let received = try await listened()
+        let after = ResourceUsage.now()
+        guard sent.sent == count, received.valid == count, received.corrupted == 0, received.missing == 0 else {
+            throw ConduitError(
+                received.ended == .timeout ? .timedOut : .connectionClosed,
+                "\(cell.transport) \(cell.type) \(cell.size) B: sent \(sent.sent) of \(count), \(received.valid) arrived intact (\(received.corrupted) corrupted, \(received.missing) missing)"
+            )
+        }
+        return Run(messages: received.valid, bytes: received.bytes, elapsedSeconds: received.elapsedSeconds, cpuSeconds: after.cpuSeconds - before.cpuSeconds)
+    }
+}
+
+/// One cell of `conduit bench`'s report (`--json`: an element of `cells`).
+public struct BenchCellReport: Sendable, Codable, Hashable {
+    public var transport: String
+    public var type: String
+    public var size: Int
+    public var runs: Int
+    /// Messages per run.
+    public var count: Int
+    public var megabytesPerSecond: BenchSpread
+    public var messagesPerSecond: BenchSpread
+    /// User + system CPU time of the whole process during a run.
+    public var cpuSeconds: BenchSpread
+    /// The process's peak resident memory after the cell's last run.
+    public var peakResidentBytes: Int
+    /// The median MB/s over usrsctp tsctp's at the same size (`--reference`).
+    public var ratioToTsctp: Double?
+    /// The median MB/s over the plain UDP blast's (`--reference`).
+    public var ratioToBlast: Double?
+
+    public init(cell: BenchJob.Cell, runs: [BenchJob.Run], peakResidentBytes: Int) {
+        transport = cell.transport
+        type = cell.type.name
+        size = cell.size
+        self.runs = runs.count
+        count = runs.first?.messages ?? 0
+        megabytesPerSecond = BenchSpread(runs.map(\.megabytesPerSecond)) ?? BenchSpread(median: 0, min: 0, max: 0)
+        messagesPerSecond = BenchSpread(runs.map(\.messagesPerSecond)) ?? BenchSpread(median: 0, min: 0, max: 0)
+        cpuSeconds = BenchSpread(runs.map(\.cpuSeconds)) ?? BenchSpread(median: 0, min: 0, max: 0)
+        self.peakResidentBytes = peakResidentBytes
+    }
+}
+
+/// The process's CPU time and peak resident memory (`getrusage(RUSAGE_SELF)`).
+public struct ResourceUsage: Sendable, Hashable {
+    public var cpuSeconds: Double
+    public var peakResidentBytes: Int
+
+    #if canImport(Glibc)
+    private static let rusageSelf = __rusage_who_t(RUSAGE_SELF.rawValue)
+    #else
+    private static let rusageSelf = RUSAGE_SELF
+    #endif
+
+    public static func now() -> ResourceUsage {
+        var usage = rusage()
+        guard getrusage(rusageSelf, &usage) == 0 else { return ResourceUsage(cpuSeconds: 0, peakResidentBytes: 0) }
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) * 1e-6 }
+        #if os(Linux)
+        let peak = Int(usage.ru_maxrss) * 1_024  // KiB on Linux
+        #else
+        let peak = Int(usage.ru_maxrss)  // bytes on Darwin
+        #endif
+        return ResourceUsage(cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime), peakResidentBytes: peak)
+    }
+}
