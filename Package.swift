@@ -25,6 +25,9 @@ let package = Package(
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
         .executable(name: "conduit", targets: ["conduit"]),
+        .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
+        // Preloaded into usrsctp's tsctp by `conduit bench --reference` (debug output off).
+        .library(name: "ConduitTsctpQuiet", type: .dynamic, targets: ["ConduitTsctpQuiet"]),
         .plugin(name: "StreamCatalogPlugin", targets: ["StreamCatalogPlugin"]),
         .plugin(name: "StreamCatalogCommand", targets: ["StreamCatalogCommand"]),
     ],
@@ -101,6 +104,10 @@ let package = Package(
             swiftSettings: strictSettings,
             plugins: ["StreamCatalogPlugin"]
         ),
+        // `conduit bench --reference`: a plain UDP blast (sendmmsg/recvmmsg) and a one-function
+        // library that keeps tsctp's debug output off. C, our own code, no dependencies.
+        .executableTarget(name: "conduit-udp-blast"),
+        .target(name: "ConduitTsctpQuiet"),
         // The stream catalog: IDs fixed at design time, checked at build time.
         .target(name: "ConduitStreamCatalog", swiftSettings: strictSettings),
         .executableTarget(
