@@ -30,23 +30,18 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "Give up after S seconds, counted from listening.")
     var timeout: Double = 30
 
-    @Flag(help: "Print the report as one JSON object (the last line).")
-    var json = false
-
-    @Option(name: .long, help: "JSON configuration file (keys as in the README).")
-    var config: String?
+    @OptionGroup var common: CommonOptions
 
     func run() async throws {
         if let expect, expect < 0 { throw ValidationError("--expect must not be negative") }
         let limit = try ReportOutput.timeout(timeout)
-        let configuration = try ConduitConfiguration.resolved(jsonFile: config)
         let job = ListenJob(
-            runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()),
+            runtime: try common.runtime(),
             url: url,
             options: .init(echo: echo, expect: expect, timeout: limit)
         )
         let report = try await job.run { ReportOutput.printNow("listening on \($0)") }
-        if json {
+        if common.json {
             try ReportOutput.printJSON(report)
         } else {
             printSummary(report)

@@ -52,11 +52,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Give up after S seconds, connecting included.")
     var timeout: Double = 30
 
-    @Flag(help: "Print the report as one JSON object (the last line).")
-    var json = false
-
-    @Option(name: .long, help: "JSON configuration file (keys as in the README).")
-    var config: String?
+    @OptionGroup var common: CommonOptions
 
     func run() async throws {
         let streamID = try ReportOutput.checked { () throws(ConduitError) in try StreamID.validated(stream) }
@@ -66,17 +62,16 @@ struct SendCommand: AsyncParsableCommand {
         let rateLimit = try ReportOutput.checked { () throws(ConduitError) in try RateLimit(parsing: rate) }
         if let label { _ = try ReportOutput.checked { () throws(ConduitError) in try ChannelLabel(label) } }
         let limit = try ReportOutput.timeout(timeout)
-        let configuration = try ConduitConfiguration.resolved(jsonFile: config)
 
         let job = SendJob(
-            runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()),
+            runtime: try common.runtime(),
             options: .init(
                 url: url, streamID: streamID, type: sessionType, count: count, sizes: sizes, rate: rateLimit,
                 label: label, protocolName: protocolName, seed: seed, verifyEcho: verifyEcho, timeout: limit
             )
         )
         let report = try await job.run()
-        if json {
+        if common.json {
             try ReportOutput.printJSON(report)
         } else {
             printSummary(report)
