@@ -54,7 +54,8 @@ struct InvitationWireReader {
     /// `u8 length (1...), UTF-8`.
     mutating func identifier<ID: ValidatedIdentifier>(_: ID.Type) throws(InvitationWireError) -> ID {
         let length = Int(try u8())
-        let text = String(decoding: try slice(length), as: UTF8.self)
+        // Strict UTF-8: a lossy decode would accept bytes that do not encode back the same.
+        guard let text = String(validating: try slice(length), as: UTF8.self) else { throw .invalidIdentifier("not UTF-8") }
         do { return try ID(text) } catch { throw .invalidIdentifier(error.message) }
     }
 
