@@ -191,6 +191,20 @@ struct InvitationTransitionTests {
         #expect(book.openCount == 3)
     }
 
+    @Test("long invitee lists are checked for duplicates too", arguments: [5, 17, 199])
+    func longListDuplicates(count: Int) throws {
+        var book = I.book()
+        var peers = (0..<count).map { PeerID(unchecked: "member-\($0)") }
+        peers.append(peers[count / 2])
+        #expect(refusal { try book.invite(from: I.alice, InvitationRequest(invitees: peers), now: I.t(0)) } == .invalidInviteeList)
+        peers.removeLast()
+        peers.append(I.alice)
+        #expect(refusal { try book.invite(from: I.alice, InvitationRequest(invitees: peers), now: I.t(0)) } == .invalidInviteeList)
+        peers.removeLast()
+        try book.invite(from: I.alice, InvitationRequest(invitees: peers), now: I.t(0))
+        #expect(book.takeDeliveries().count == count)
+    }
+
     @Test("IDs are unique, non-zero, and print and parse as 16 hex digits")
     func ids() throws {
         var book = I.book()

@@ -71,14 +71,12 @@ public struct Invitation: Hashable, Sendable {
         invitees.firstIndex(of: peer)
     }
 
-    /// Everyone involved who is still on the relay, except `actor`: the inviter first, then the
-    /// invitees in list order. The seed tells "everyone involved"; for a one-to-one invitation
-    /// this is exactly the other party.
-    func audience(except actor: PeerID?, inviterPresent: Bool = true) -> [PeerID] {
-        var out: [PeerID] = []
-        out.reserveCapacity(invitees.count + 1)
-        if inviterPresent, inviter != actor { out.append(inviter) }
-        for (i, peer) in invitees.enumerated() where !gone[i] && peer != actor { out.append(peer) }
-        return out
+    /// Calls `body` for everyone involved who is still on the relay, except `actor`: the inviter
+    /// first, then the invitees in list order. The seed tells "everyone involved"; for a
+    /// one-to-one invitation this is exactly the other party. (A closure, not an array: fan-out
+    /// is on the hot path and allocates nothing here.)
+    func forEachAudience(except actor: PeerID?, _ body: (PeerID) -> Void) {
+        if inviter != actor { body(inviter) }
+        for i in invitees.indices where !gone[i] && invitees[i] != actor { body(invitees[i]) }
     }
 }

@@ -40,7 +40,7 @@ extension InvitationBook {
         let event: InvitationEvent =
             answer == .accept
             ? .inviteeAccepted(id, invitee: invitee, data: data) : .inviteeRejected(id, invitee: invitee, data: data)
-        for peer in invitation.audience(except: invitee) { outbox.append(InvitationDelivery(to: peer, event: event)) }
+        invitation.forEachAudience(except: invitee) { outbox.append(InvitationDelivery(to: $0, event: event)) }
         if open[id]!.pendingCount == 0 { end(id, .settled, now: now) }
     }
 

@@ -36,7 +36,7 @@ extension InvitationBook {
             open[id]!.states[index] = .left
             open[id]!.pendingCount -= 1
             let event = InvitationEvent.invitationTimeout(id, invitees: [peer], cause: .inviteeLeft)
-            for other in open[id]!.audience(except: peer) { outbox.append(InvitationDelivery(to: other, event: event)) }
+            open[id]!.forEachAudience(except: peer) { outbox.append(InvitationDelivery(to: $0, event: event)) }
             if open[id]!.pendingCount == 0 { end(id, .settled, now: now) }
         }
         byPeer[peer] = nil
@@ -59,7 +59,7 @@ extension InvitationBook {
         invitation.pendingCount = 0
         open[id] = invitation
         let event = InvitationEvent.invitationTimeout(id, invitees: late, cause: .deadline)
-        for peer in invitation.audience(except: nil) { outbox.append(InvitationDelivery(to: peer, event: event)) }
+        invitation.forEachAudience(except: nil) { outbox.append(InvitationDelivery(to: $0, event: event)) }
         end(id, .settled, now: now)
     }
 
@@ -68,7 +68,8 @@ extension InvitationBook {
         guard var invitation = open.removeValue(forKey: id) else { return }
         invitation.end = how
         invitation.data = []
-        for peer in [invitation.inviter] + invitation.invitees { unindex(id, from: peer) }
+        unindex(id, from: invitation.inviter)
+        for peer in invitation.invitees { unindex(id, from: peer) }
         let remaining = openCountByInviter[invitation.inviter, default: 1] - 1
         openCountByInviter[invitation.inviter] = remaining > 0 ? remaining : nil
 

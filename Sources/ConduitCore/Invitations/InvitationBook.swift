@@ -147,11 +147,7 @@ public struct InvitationBook: Sendable {
                 .tooManyInvitees,
                 "invite names \(request.invitees.count) invitees; at most \(configuration.maxInviteesPerInvitation) are allowed")
         }
-        var seen = Set<PeerID>(minimumCapacity: request.invitees.count)
-        for peer in request.invitees {
-            guard peer != inviter else { throw InvitationError(.invalidInviteeList, "a peer cannot invite itself") }
-            guard seen.insert(peer).inserted else { throw InvitationError(.invalidInviteeList, "\(peer) is named twice") }
-        }
+        try checkDistinct(request.invitees, inviter: inviter)
         var invitees = request.invitees
         var skipped: [PeerID] = []
         if request.onlineUserOnly {
@@ -183,6 +179,24 @@ public struct InvitationBook: Sendable {
             timeoutSeconds: request.timeoutSeconds)
         for peer in invitees { outbox.append(InvitationDelivery(to: peer, event: .newInvitation(new))) }
         return InvitationReceipt(id: id, skippedOffline: skipped)
+    }
+
+    /// No duplicate and not the inviter. Short lists (calls, small groups) are checked pairwise,
+    /// which allocates nothing; long ones with a set.
+    func checkDistinct(_ invitees: [PeerID], inviter: PeerID) throws(InvitationError) {
+        guard !invitees.contains(inviter) else { throw InvitationError(.invalidInviteeList, "a peer cannot invite itself") }
+        if invitees.count <= 16 {
+            for i in invitees.indices {
+                for j in invitees.indices where j > i && invitees[j] == invitees[i] {
+                    throw InvitationError(.invalidInviteeList, "\(invitees[i]) is named twice")
+                }
+            }
+            return
+        }
+        var seen = Set<PeerID>(minimumCapacity: invitees.count)
+        for peer in invitees where !seen.insert(peer).inserted {
+            throw InvitationError(.invalidInviteeList, "\(peer) is named twice")
+        }
     }
 
     func checkData(_ data: [UInt8]) throws(InvitationError) {
