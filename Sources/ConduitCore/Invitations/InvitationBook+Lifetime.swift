@@ -18,7 +18,9 @@ extension InvitationBook {
 
     /// `peer` left the relay. Invitations it made are cancelled (`inviterLeft`); in invitations it
     /// was invited to and had not answered, it counts as timed out (cause `inviteeLeft`); it is
-    /// sent nothing more about any of them.
+    /// sent nothing more about any of them. Call it once the peer is gone. (If an invitation's
+    /// deadline has come at that very `now`, the deadline is settled first and its timeout event
+    /// names the leaving peer too, as at any deadline; the relay drops what it cannot deliver.)
     public mutating func peerLeft(_ peer: PeerID, now: ConduitInstant) {
         guard let mine = byPeer[peer] else { return }
         let ordered = mine.compactMap { open[$0] }.sorted { $0.sequence < $1.sequence }

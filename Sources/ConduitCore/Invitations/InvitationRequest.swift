@@ -11,6 +11,8 @@ public struct InvitationRequest: Hashable, Sendable {
     public var timeoutSeconds: UInt32
     /// Invite only the invitees that are online now: offline ones are left out (and listed in the
     /// ``InvitationReceipt``); if none is online the invite is refused with `inviteesOffline`.
+    /// Without it, offline invitees stay invited: the relay drops (or holds) what it cannot
+    /// deliver, and they answer if they come back in time, or time out.
     public var onlineUserOnly: Bool
 
     public init(invitees: [PeerID], groupID: RoomID? = nil, data: [UInt8] = [], timeoutSeconds: UInt32 = 0, onlineUserOnly: Bool = false) {
