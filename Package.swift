@@ -172,6 +172,17 @@ let package = Package(
             dependencies: ["ConduitStreamCatalog"],
             swiftSettings: strictSettings
         ),
+        // Interoperability harness: launches the pion data-channel peer (Tests/Interop/sctp-pion)
+        // and reads its report. Test support only, no product; test targets depend on it.
+        .target(
+            name: "ConduitInteropSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitInteropTests",
+            dependencies: ["ConduitInteropSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ConduitTests",
             dependencies: ["Conduit", "ConduitCore"],
