@@ -58,6 +58,8 @@ public struct BenchJob: Sendable {
         public var timeout: Duration
         /// `--reference`: tsctp and the UDP blast measured in the same run (nil: not run).
         public var reference: BenchReferenceOptions? = nil
+        /// One-way latency per cell at a fixed moderate rate, after its throughput runs.
+        public var latency = BenchLatency.Options()
 
         public init(
             transports: [String] = ["udp://127.0.0.1:0"],
@@ -94,6 +96,9 @@ public struct BenchJob: Sendable {
             }
             for url in transports { _ = try TransportURL(parsing: url) }
             try reference?.validate()
+            guard latency.messages >= 0, latency.messages <= 100_000, (1...100_000).contains(latency.rate) else {
+                throw ConduitError(.invalidConfiguration, "latency messages must be 0...100000 and its rate 1...100000 per second (got \(latency.messages), \(latency.rate))")
+            }
             for type in types {
                 for size in sizes where size < 1 || size > type.maxSendSize {
                     throw ConduitError(.messageTooLarge, "size \(size) is outside 1...\(type.maxSendSize), the limit of one \(type) send")
@@ -140,7 +145,13 @@ public struct BenchJob: Sendable {
                 progress(index, total, cell, run, figures)
                 runs.append(figures)
             }
-            reports.append(BenchCellReport(cell: cell, runs: runs, peakResidentBytes: ResourceUsage.now().peakResidentBytes))
+            var report = BenchCellReport(cell: cell, runs: runs, peakResidentBytes: ResourceUsage.now().peakResidentBytes)
+            let latency = try await BenchLatency(runtime: runtime, options: options.latency)
+                .run(transport: cell.transport, type: cell.type, size: cell.size, timeout: options.timeout)
+            report.latencyP50Micros = latency?.p50Micros
+            report.latencyP99Micros = latency?.p99Micros
+            report.latencySamples = latency?.samples
+            reports.append(report)
         }
         return reports
     }
@@ -205,6 +216,11 @@ public struct BenchCellReport: Sendable, Codable, Hashable {
     public var cpuSeconds: BenchSpread
     /// The process's peak resident memory after the cell's last run.
     public var peakResidentBytes: Int
+    /// One-way latency, send to delivery, at ``BenchLatency/Options/rate`` messages/s: median and
+    /// 99th percentile in microseconds over ``latencySamples`` delivered messages.
+    public var latencyP50Micros: Double?
+    public var latencyP99Micros: Double?
+    public var latencySamples: Int?
     /// The median MB/s over usrsctp tsctp's at the same size (`--reference`).
     public var ratioToTsctp: Double?
     /// The median MB/s over the plain UDP blast's (`--reference`).
@@ -252,6 +268,11 @@ extension BenchJob {
     public struct Report: Sendable, Codable, Hashable {
         public var cells: [BenchCellReport]
         public var references: [BenchReferenceReport]
+
+        public init(cells: [BenchCellReport], references: [BenchReferenceReport] = []) {
+            self.cells = cells
+            self.references = references
+        }
     }
 
     /// Progress of one reference run: its name, size, run number, runs, and MB/s.

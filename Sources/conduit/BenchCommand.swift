@@ -10,11 +10,13 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             Every run is in process: a listener on the transport URL (port 0: the system picks one) and a \
             sender to it, rate cap off, max(50, --count-bytes / size) fixed-size seeded messages, every \
-            payload verified. Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
+            payload verified. Then --latency-messages messages at --latency-rate per second measure \
+            one-way latency (send to delivery, one process, one clock): p50 and p99. Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
             and messages/s, the CPU seconds of the process per run, and its peak resident memory. A \
             progress line per run goes to standard error. With --json the last line \
             is one JSON object: cells (transport, type, size, runs, count, megabytesPerSecond, \
-            messagesPerSecond, cpuSeconds, peakResidentBytes). With --reference it then runs, in the \
+            messagesPerSecond, cpuSeconds, peakResidentBytes, latencyP50Micros, latencyP99Micros, \
+            latencySamples). --chart FILE writes an SVG bar chart of MB/s per size. With --reference it then runs, in the \
             same invocation, usrsctp's tsctp (debug output off: libConduitTsctpQuiet.so preloaded) at \
             every size and the plain UDP blast (conduit-udp-blast, 1,200-byte datagrams), --runs times \
             each for --reference-seconds, prints them as rows and each cell's ratio to both (JSON: \
@@ -49,6 +51,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "usrsctp's tsctp (Debian: libusrsctp-examples).")
     var tsctp: String = "/usr/lib/usrsctp/tsctp"
 
+    @Option(name: .customLong("latency-messages"), help: "Messages per cell for the one-way latency figures (0: off).")
+    var latencyMessages: Int = 200
+
+    @Option(name: .customLong("latency-rate"), help: "Messages per second while measuring latency.")
+    var latencyRate: Int = 200
+
+    @Option(help: "Write an SVG bar chart of throughput per message size to this file.")
+    var chart: String?
+
     func run() async throws {
         let sessionTypes = try ReportOutput.checked { () throws(ConduitError) in
             try (types.isEmpty ? ["reliable-message"] : types).map { name throws(ConduitError) in try SessionType(name: name) }
@@ -60,6 +71,7 @@ struct BenchCommand: AsyncParsableCommand {
             runs: runs,
             countBytes: countBytes
         )
+        options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate)
         if reference {
             options.reference = BenchReferenceOptions(tsctpPath: tsctp, seconds: referenceSeconds)
         }
@@ -88,6 +100,13 @@ struct BenchCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data(line.utf8))
         })
 
+        if let chart {
+            do {
+                try BenchChart.svg(report).write(toFile: chart, atomically: true, encoding: .utf8)
+            } catch {
+                throw ValidationError("cannot write the chart to \(chart): \(error)")
+            }
+        }
         if json {
             try ReportOutput.printJSON(BenchReport(cells: report.cells, references: report.references))
         } else {
@@ -99,7 +118,7 @@ struct BenchCommand: AsyncParsableCommand {
         func spread(_ value: BenchSpread, _ format: String) -> String {
             "\(String(format: format, value.median)) (\(String(format: format, value.min))–\(String(format: format, value.max)))"
         }
-        var header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "CPU s median", "peak RSS"]
+        var header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "latency p50/p99 µs", "CPU s median", "peak RSS"]
         let withReferences = !references.isEmpty
         if withReferences { header += ["× tsctp", "× blast"] }
         var rows = [header]
@@ -107,6 +126,7 @@ struct BenchCommand: AsyncParsableCommand {
             var row = [
                 cell.transport, cell.type, "\(cell.size) B", "\(cell.runs)",
                 spread(cell.megabytesPerSecond, "%.1f"), spread(cell.messagesPerSecond, "%.0f"),
+                cell.latencyP50Micros.flatMap { p50 in cell.latencyP99Micros.map { String(format: "%.0f / %.0f", p50, $0) } } ?? "–",
                 String(format: "%.2f", cell.cpuSeconds.median), ReportOutput.bytes(cell.peakResidentBytes),
             ]
             if withReferences {
@@ -116,7 +136,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         for reference in references {
             let what = reference.name == "tsctp" ? "usrsctp tsctp (debug off)" : "UDP blast (sendmmsg/recvmmsg)"
-            var row = [what, "reference", "\(reference.size) B", "\(reference.runs)", spread(reference.megabytesPerSecond, "%.1f"), "", "", ""]
+            var row = [what, "reference", "\(reference.size) B", "\(reference.runs)", spread(reference.megabytesPerSecond, "%.1f"), "", "", "", ""]
             row += ["", ""]
             rows.append(row)
         }
