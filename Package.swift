@@ -77,6 +77,17 @@ let package = Package(
             dependencies: ["CSRTP", "ConduitCore"],
             swiftSettings: strictSettings
         ),
+        // Kernel SCTP (sctp://), where the kernel has it: lksctp-tools' API (libsctp-dev).
+        .systemLibrary(
+            name: "CLibSCTP",
+            pkgConfig: "libsctp",
+            providers: [.apt(["libsctp-dev"])]
+        ),
+        .target(
+            name: "ConduitKernelSCTP",
+            dependencies: ["CLibSCTP", "ConduitCore", .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "Conduit",
             dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
@@ -100,6 +111,7 @@ let package = Package(
                 "Conduit",
                 "ConduitUDP",
                 "ConduitTooling",
+                "ConduitKernelSCTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings,
@@ -170,6 +182,22 @@ let package = Package(
         .testTarget(
             name: "ConduitStreamCatalogTests",
             dependencies: ["ConduitStreamCatalog"],
+            swiftSettings: strictSettings
+        ),
+        // Interoperability harness: launches the pion data-channel peer (Tests/Interop/sctp-pion)
+        // and reads its report. Test support only, no product; test targets depend on it.
+        .target(
+            name: "ConduitInteropSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitKernelSCTPTests",
+            dependencies: ["ConduitKernelSCTP", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitInteropTests",
+            dependencies: ["ConduitInteropSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
