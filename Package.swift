@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
+        .library(name: "ConduitSCTP", targets: ["ConduitSCTP"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
         // Preloaded into usrsctp's tsctp for reference runs, so its debug output stays off
@@ -75,6 +76,26 @@ let package = Package(
         .target(
             name: "ConduitSRTP",
             dependencies: ["CSRTP", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        // usrsctp (the system's, found with pkg-config; the shim header defines what pkg-config's
+        // -D flags would), a few C helpers around it, and SCTP over UDP with data channels.
+        .systemLibrary(
+            name: "CUsrsctp",
+            pkgConfig: "usrsctp",
+            providers: [.apt(["libusrsctp-dev"])]
+        ),
+        .target(name: "CUsrsctpSupport", dependencies: ["CUsrsctp"]),
+        .target(
+            name: "ConduitSCTP",
+            dependencies: [
+                "CUsrsctp",
+                "CUsrsctpSupport",
+                "ConduitCore",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -147,6 +168,20 @@ let package = Package(
                 "ConduitReliability",
                 "Conduit",
                 "ConduitSRTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitSCTPTests",
+            dependencies: [
+                "ConduitSCTP",
+                "ConduitCore",
+                "ConduitConformance",
+                "Conduit",
+                "ConduitUDP",
+                "ConduitTooling",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
