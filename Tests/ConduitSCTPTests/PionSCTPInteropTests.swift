@@ -1,0 +1,87 @@
+import ConduitCore
+import ConduitSCTP
+import Testing
+
+/// Interoperability with an independent RFC 8831/8832 implementation: pion/sctp and
+/// pion/datachannel (Go), run by `Tests/Interop/sctp-pion` over plain UDP, no DTLS. Conduit opens
+/// channels to pion and accepts pion's, strings and binaries both ways, labels and protocols kept.
+///
+/// By hand: `apt-get install golang-go golang-github-pion-sctp-dev golang-github-pion-datachannel-dev`,
+/// then `swift test --filter PionSCTPInteropTests`.
+@Suite(
+    "SCTP data-channel interoperability with pion",
+    .enabled(if: PionSCTPPeer.isAvailable, "needs golang-go, golang-github-pion-sctp-dev and golang-github-pion-datachannel-dev"),
+    .timeLimit(.minutes(2))
+)
+struct PionSCTPInteropTests {
+    static func messages(_ count: Int, seed: UInt64) -> [DataChannelMessage] {
+        var random = SeededRandom(seed: seed)
+        return (0..<count).map { index in
+            if index % 2 == 0 {
+                let letters = (0..<(1 + random.below(300))).map { _ in UInt8(ascii: "a") + UInt8(random.below(26)) }
+                return .string(String(decoding: letters, as: UTF8.self) + "✓")
+            }
+            return .binary(random.bytes(random.below(2_000)))
+        }
+    }
+
+    @Test("Conduit opens a channel to pion; pion echoes strings and binaries with the same type", arguments: [
+        Reliability.reliableOrdered, Reliability(ordered: false, limit: .none),
+    ])
+    func conduitOpensToPion(_ reliability: Reliability) async throws {
+        // pion does not notice our SHUTDOWN (it answers it, but its accept loop never ends), so an
+        // echo-only pion server ends at its -timeout, which it reports as a normal end.
+        let pion = try PionSCTPPeer(["-role", "server", "-local", "127.0.0.1:0", "-echo", "-timeout", "6"])
+        defer { pion.kill() }
+        let port = try await pion.readyPort()
+        let association = try await SCTPAssociation.connect(to: TransportURL(parsing: "sctp+udp://127.0.0.1:\(port)"))
+        let channel = try await association.openChannel(label: "from-conduit ✓", protocol: "conduit-interop/1", reliability: reliability)
+        let sent = Self.messages(40, seed: 11)
+        for message in sent { try await channel.send(message) }
+        var echoes: [DataChannelMessage] = []
+        while echoes.count < sent.count, let message = await channel.receive() { echoes.append(message) }
+        if reliability.ordered {
+            #expect(echoes == sent)
+        } else {
+            #expect(echoes.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) } == sent.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+        }
+        await association.close()
+        let (status, report) = try await pion.finish()
+        #expect(status == 0, "\(report.error ?? "")")
+        #expect(report.channels == [.init(label: "from-conduit ✓", protocol: "conduit-interop/1")])
+        #expect(report.received == sent.count && report.strings == 20 && report.binaries == 20 && report.mismatches == 0)
+    }
+
+    @Test("pion opens channels to Conduit; Conduit echoes on the same channel with the same type", arguments: [
+        ["-ordered=true"], ["-ordered=false", "-max-retransmits", "0"], ["-ordered=true", "-max-lifetime-ms", "500"],
+    ])
+    func pionOpensToConduit(_ reliability: [String]) async throws {
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        let pion = try PionSCTPPeer(["-role", "client", "-remote", "127.0.0.1:\(listener.localURL.port!)", "-label", "from-pion",
+                                     "-protocol", "pion-interop/1", "-count", "30", "-size", "700", "-timeout", "30"] + reliability)
+        defer { pion.kill() }
+        let association = try #require(await listener.accept())
+        let channel = try #require(await association.acceptChannel())
+        #expect(channel.label == "from-pion" && channel.protocol == "pion-interop/1")
+        #expect(channel.streamID % 2 == 0, "the connecting side uses even stream IDs")
+        switch reliability.count {
+        case 1: #expect(channel.reliability == .reliableOrdered)
+        default:
+            #expect(channel.reliability.ordered == (reliability[0] == "-ordered=true"))
+            #expect(channel.reliability.limit != .none)
+        }
+        var kinds: [DataChannelMessageKind: Int] = [:]
+        for _ in 0..<30 {
+            guard let message = await channel.receive() else { break }
+            kinds[message.kind, default: 0] += 1
+            #expect(message.bytes.count == 700)
+            try await channel.send(message)
+        }
+        #expect(kinds == [.string: 15, .binary: 15])
+        let (status, report) = try await pion.finish()
+        #expect(status == 0, "\(report.error ?? "")")
+        #expect(report.sent == 30 && report.verified == 30 && report.mismatches == 0)
+        await association.close()
+        await listener.close()
+    }
+}
