@@ -107,7 +107,7 @@ let package = Package(
         // verifiable payloads, the listen and send jobs and their JSON reports.
         .target(
             name: "ConduitTooling",
-            dependencies: ["Conduit", "ConduitCore"],
+            dependencies: ["Conduit", "ConduitCore", "ConduitSCTP"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -120,6 +120,7 @@ let package = Package(
             dependencies: [
                 "Conduit",
                 "ConduitUDP",
+                "ConduitSCTP",
                 "ConduitTooling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

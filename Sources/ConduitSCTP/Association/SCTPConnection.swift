@@ -430,7 +430,7 @@ struct SCTPLimits: Sendable {
     var localPort: UInt16 = 5000
     var remotePort: UInt16 = 5000
     /// Largest message read (bigger ones are dropped and counted) or sent.
-    var maxMessageSize = 256 << 10
+    var maxMessageSize = DataChannel.maxMessageSize
 }
 
 enum SCTPErrors {

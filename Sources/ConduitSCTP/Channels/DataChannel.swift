@@ -5,6 +5,9 @@ import NIOCore
 /// channel's ordering and partial reliability. Opened by either side; closed by either side
 /// (which resets its SCTP stream, RFC 8831 section 6.7, so the stream ID can be used again).
 public final class DataChannel: Sendable {
+    /// The largest message `send` takes (and `receive` delivers; larger ones are dropped, counted).
+    public static let maxMessageSize = 256 << 10
+
     public let streamID: UInt16
     public let label: String
     public let `protocol`: String
