@@ -1,5 +1,6 @@
 import ConduitCore
 import ConduitSCTP
+import ConduitTooling
 import Testing
 
 /// Interoperability with an independent RFC 8831/8832 implementation: pion/sctp and
@@ -82,6 +83,47 @@ struct PionSCTPInteropTests {
         #expect(status == 0, "\(report.error ?? "")")
         #expect(report.sent == 30 && report.verified == 30 && report.mismatches == 0)
         await association.close()
+        await listener.close()
+    }
+}
+
+/// What `conduit send --label --protocol --verify-echo` and `conduit listen --echo` run, against pion.
+@Suite(
+    "conduit send / listen jobs with a pion data-channel peer",
+    .enabled(if: PionSCTPPeer.isAvailable, "needs golang-go, golang-github-pion-sctp-dev and golang-github-pion-datachannel-dev"),
+    .timeLimit(.minutes(2))
+)
+struct PionSCTPToolingTests {
+    @Test("DataChannelSendJob opens the labelled channel to pion and verifies every echo, strings and binaries")
+    func sendJobToPion() async throws {
+        let pion = try PionSCTPPeer(["-role", "server", "-local", "127.0.0.1:0", "-echo", "-timeout", "6"])
+        defer { pion.kill() }
+        let port = try await pion.readyPort()
+        let options = SendJob.Options(
+            url: "sctp+udp://127.0.0.1:\(port)", streamID: 100, type: .reliableMessage, count: 60, sizes: 0...20_000,
+            label: "tool-label", protocolName: "tool/1", seed: 7, verifyEcho: true, timeout: .seconds(20)
+        )
+        let report = try await DataChannelSendJob(options: options).run()
+        #expect(report.sent == 60 && report.echoed == 60 && report.echoMismatches == 0 && report.echoDuplicates == 0 && !report.timedOut)
+        let (status, pionReport) = try await pion.finish()
+        #expect(status == 0)
+        #expect(pionReport.channels == [.init(label: "tool-label", protocol: "tool/1")])
+        #expect(pionReport.strings == 30 && pionReport.binaries == 30)
+    }
+
+    @Test("DataChannelEcho echoes a pion client's channel, which verifies every message")
+    func echoServiceForPion() async throws {
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        let pion = try PionSCTPPeer(["-role", "client", "-remote", "127.0.0.1:\(listener.localURL.port!)", "-label", "L",
+                                     "-protocol", "P", "-count", "50", "-size", "1200", "-timeout", "20"])
+        defer { pion.kill() }
+        let association = try #require(await listener.accept())
+        let service = Task { await DataChannelEcho.serve(association) { _ in } }
+        let (status, report) = try await pion.finish()
+        #expect(status == 0, "\(report.error ?? "")")
+        #expect(report.verified == 50 && report.mismatches == 0)
+        await association.close()
+        await service.value
         await listener.close()
     }
 }
