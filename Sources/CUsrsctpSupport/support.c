@@ -46,7 +46,8 @@ void conduit_sctp_init(conduit_sctp_output output, conduit_sctp_debug_sink debug
     usrsctp_sysctl_set_sctp_delayed_sack_time_default(20);
 }
 
-int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes) {
+int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu) {
+    if (usrsctp_set_upcall(so, upcall, context) < 0) return errno;
     if (usrsctp_set_non_blocking(so, 1) < 0) return errno;
     int on = 1;
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on) < 0) return errno;
@@ -72,14 +73,21 @@ int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *
             if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event) < 0) return errno;
         }
     }
-    if (usrsctp_set_upcall(so, upcall, context) < 0) return errno;
+    // There is no path MTU discovery over our UDP sockets: packets are exactly as large as asked.
+    struct sctp_paddrparams paddr;
+    memset(&paddr, 0, sizeof paddr);
+    paddr.spp_assoc_id = SCTP_FUTURE_ASSOC;
+    paddr.spp_flags = SPP_PMTUD_DISABLE;
+    paddr.spp_pathmtu = mtu;
+    // Best effort: an accepted socket inherits its listener's setting and may refuse it again.
+    usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &paddr, sizeof paddr);
     return 0;
 }
 
-struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes) {
+struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu) {
     struct socket *so = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
     if (so == NULL) return NULL;
-    int error = conduit_sctp_configure(so, upcall, context, streams, init_attempts, buffer_bytes);
+    int error = conduit_sctp_configure(so, upcall, context, streams, init_attempts, buffer_bytes, mtu);
     if (error != 0) {
         usrsctp_close(so);
         errno = error;

@@ -24,9 +24,10 @@ typedef void (*conduit_sctp_upcall)(struct socket *socket, void *context, int fl
 void conduit_sctp_init(conduit_sctp_output output, conduit_sctp_debug_sink debug, int debug_on, uint32_t buffer_bytes);
 
 /// A non-blocking one-to-one AF_CONN socket with the options data channels need, or NULL (errno).
-struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes);
+struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu);
 /// Applies the per-association options again (an accepted socket) and installs the upcall.
-int conduit_sctp_configure(struct socket *socket, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes);
+/// `mtu`: the SCTP packet size (= UDP payload), fixed, with path MTU discovery off.
+int conduit_sctp_configure(struct socket *socket, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu);
 
 /// 0, or an errno value. `address` is the AF_CONN address (our association ID), `port` the SCTP port.
 int conduit_sctp_bind(struct socket *socket, uintptr_t address, uint16_t port);

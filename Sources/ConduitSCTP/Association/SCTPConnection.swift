@@ -85,7 +85,7 @@ final class SCTPConnection: @unchecked Sendable {
     func startConnecting() -> EventLoopFuture<Void> {
         let promise = stack.loop.makePromise(of: Void.self)
         establishedPromise = promise
-        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes) else {
+        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes, limits.mtu) else {
             fail(connecting: SCTPErrors.system("cannot create an SCTP socket", errno))
             return promise.futureResult
         }
@@ -101,7 +101,7 @@ final class SCTPConnection: @unchecked Sendable {
 
     /// Server: a listening socket for this one peer; its association is accepted when it is up.
     func startListening() throws(ConduitError) {
-        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes) else {
+        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes, limits.mtu) else {
             throw SCTPErrors.system("cannot create an SCTP socket", errno)
         }
         listeningSocket = socket
@@ -173,7 +173,7 @@ final class SCTPConnection: @unchecked Sendable {
     private func service() {
         if socket == nil, let listening = listeningSocket {
             guard let accepted = conduit_sctp_accept(listening) else { return }
-            _ = conduit_sctp_configure(accepted, sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes)
+            _ = conduit_sctp_configure(accepted, sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes, limits.mtu)
             socket = accepted
             listeningSocket = nil
             usrsctp_close(listening)
@@ -429,6 +429,8 @@ struct SCTPLimits: Sendable {
     var initAttempts: UInt16 = 8
     var localPort: UInt16 = 5000
     var remotePort: UInt16 = 5000
+    /// SCTP packet size, which is the UDP payload size.
+    var mtu: UInt32 = 1200
     /// Largest message read (bigger ones are dropped and counted) or sent.
     var maxMessageSize = DataChannel.maxMessageSize
 }

@@ -43,8 +43,9 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
         let holder = EndpointHolder()
         do {
             let channel = try await DatagramBootstrap(group: stack.loop)
-                .channelOption(.datagramVectorReadMessageCount, value: 32)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 32 * 2048))
+                // Slices as large as any UDP payload: the peer's packet size is its own choice.
+                .channelOption(.datagramVectorReadMessageCount, value: 16)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 16 * 65_536))
                 .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(4 << 20))
                 .channelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(4 << 20))
                 .channelInitializer { channel in

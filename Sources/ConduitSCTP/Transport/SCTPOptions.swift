@@ -7,14 +7,18 @@ public import ConduitCore
 /// - `streams`: SCTP streams offered each way (default 1024, 16...65535): at most half of them
 ///   carry channels this end opens at one time.
 /// - `init-attempts`: INIT transmissions before usrsctp itself gives up (default 8).
+/// - `mtu`: SCTP packet size, which is the UDP payload size (default 1200, safe on any path, as
+///   WebRTC stacks use; 576...65507). There is no path MTU discovery: packets are this large.
+///   On loopback a large value (65507) cuts per-packet work many times over.
 public struct SCTPOptions: Sendable, Hashable {
     public static let scheme = "sctp+udp"
-    static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts"]
+    static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts", "mtu"]
 
     public var sctpPort: Int
     public var connectTimeoutMilliseconds: Int
     public var streams: Int
     public var initAttempts: Int
+    public var mtu: Int
 
     public init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
         guard url.scheme == Self.scheme else {
@@ -33,10 +37,11 @@ public struct SCTPOptions: Sendable, Hashable {
         connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
         streams = try url.intOption("streams", default: 1024, in: 16...65_535)
         initAttempts = try url.intOption("init-attempts", default: 8, in: 1...255)
+        mtu = try url.intOption("mtu", default: 1200, in: 576...65_507)
     }
 
     var limits: SCTPLimits {
-        SCTPLimits(streams: UInt16(streams), initAttempts: UInt16(initAttempts), localPort: UInt16(sctpPort), remotePort: UInt16(sctpPort))
+        SCTPLimits(streams: UInt16(streams), initAttempts: UInt16(initAttempts), localPort: UInt16(sctpPort), remotePort: UInt16(sctpPort), mtu: UInt32(mtu))
     }
 
     var connectTimeoutText: String {
