@@ -88,7 +88,7 @@ public final class SCTPAssociationListener: Sendable {
             endpoint.conduitAware = conduitAware
             endpoint.onAssociation = { connection in
                 // Bounded: callers that do not accept see further peers closed.
-                if queue.hasRoom() { queue.deliver(connection) } else { connection.close() }
+                if !queue.isFinished, queue.hasRoom() { queue.deliver(connection) } else { connection.close() }
             }
         }.get()
         return listener
@@ -107,10 +107,13 @@ public final class SCTPAssociationListener: Sendable {
         return (try? await endpoint.stack.loop.submit { endpoint.statistics }.get()) ?? SCTPEndpointStatistics()
     }
 
-    /// Stops accepting; associations already handed out stay up.
+    /// Stops accepting; associations already handed out stay up, those never accepted are closed.
     public func close() async {
-        queue.finish(discarding: true)
+        let unaccepted = queue.finishTakingAll()
         let endpoint = self.endpoint
-        try? await endpoint.stack.loop.submit { endpoint.stopListening() }.get()
+        try? await endpoint.stack.loop.submit {
+            for connection in unaccepted { connection.close() }
+            endpoint.stopListening()
+        }.get()
     }
 }

@@ -117,4 +117,16 @@ final class SCTPInbox<Element: Sendable>: Sendable {
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Ends reads and returns what was still queued (for the caller to dispose of).
+    func finishTakingAll() -> [Element] {
+        let (items, consumer) = state.withLock { state -> ([Element], CheckedContinuation<[Element]?, Never>?) in
+            state.finished = true
+            let items = take(&state, max: Int.max)
+            defer { state.consumer = nil }
+            return (items, state.consumer)
+        }
+        consumer?.resume(returning: nil)
+        return items
+    }
 }

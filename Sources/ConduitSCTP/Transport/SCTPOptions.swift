@@ -8,8 +8,9 @@ public import ConduitCore
 ///   carry channels this end opens at one time.
 /// - `init-attempts`: INIT transmissions before usrsctp itself gives up (default 8).
 /// - `mtu`: SCTP packet size, which is the UDP payload size (default 1200, safe on any path, as
-///   WebRTC stacks use; 576...65507). There is no path MTU discovery: packets are this large.
-///   On loopback a large value (65507) cuts per-packet work many times over.
+///   WebRTC stacks use; 576...64000: above about 65000 usrsctp stalls large messages on our
+///   sockets). There is no path MTU discovery: packets are this large.
+///   On loopback a large value (64000) cuts per-packet work many times over.
 public struct SCTPOptions: Sendable, Hashable {
     public static let scheme = "sctp+udp"
     static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts", "mtu"]
@@ -37,7 +38,7 @@ public struct SCTPOptions: Sendable, Hashable {
         connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
         streams = try url.intOption("streams", default: 1024, in: 16...65_535)
         initAttempts = try url.intOption("init-attempts", default: 8, in: 1...255)
-        mtu = try url.intOption("mtu", default: 1200, in: 576...65_507)
+        mtu = try url.intOption("mtu", default: 1200, in: 576...64_000)
     }
 
     var limits: SCTPLimits {
