@@ -30,8 +30,8 @@ struct PionSCTPInteropTests {
         Reliability.reliableOrdered, Reliability(ordered: false, limit: .none),
     ])
     func conduitOpensToPion(_ reliability: Reliability) async throws {
-        // pion does not notice our SHUTDOWN (it answers it, but its accept loop never ends), so an
-        // echo-only pion server ends at its -timeout, which it reports as a normal end.
+        // An echo-only pion server ends when it notices our SHUTDOWN, which it does not always do,
+        // or at its -timeout, which it reports as a normal end.
         let pion = try PionSCTPPeer(["-role", "server", "-local", "127.0.0.1:0", "-echo", "-timeout", "6"])
         defer { pion.kill() }
         let port = try await pion.readyPort()

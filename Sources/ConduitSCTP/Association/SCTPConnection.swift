@@ -29,14 +29,14 @@ final class SCTPConnection: @unchecked Sendable {
 
     private(set) var mode: Mode
     private(set) var state = State.connecting
-    private var socket: OpaquePointer?
+    var socket: OpaquePointer?
     private var listeningSocket: OpaquePointer?
     var allocator: StreamIDAllocator
     var channels: [UInt16: ChannelRecord] = [:]
     private var pendingSends = Deque<PendingSend>()
     private var serviceScheduled = false
-    private var partial: [UInt8] = []
-    private var partialIsOversize = false
+    var partial: [UInt8] = []
+    var partialIsOversize = false
     private var establishedPromise: EventLoopPromise<Void>?
     var statistics = SCTPAssociationStatistics()
 
@@ -114,7 +114,7 @@ final class SCTPConnection: @unchecked Sendable {
         }
     }
 
-    private func fail(connecting error: ConduitError) {
+    func fail(connecting error: ConduitError) {
         guard state == .connecting else { return }
         let promise = establishedPromise
         establishedPromise = nil
@@ -125,7 +125,7 @@ final class SCTPConnection: @unchecked Sendable {
     /// The connect timeout fired: abort with `error` unless already up.
     func connectTimedOut(_ error: ConduitError) { fail(connecting: error) }
 
-    private func established() {
+    func established() {
         guard state == .connecting else { return }
         state = .established
         let promise = establishedPromise
@@ -182,95 +182,6 @@ final class SCTPConnection: @unchecked Sendable {
         guard socket != nil, state != .closed else { return }
         readAvailable()
         flushPendingSends()
-    }
-
-    private func inboxesHaveRoom() -> Bool {
-        switch mode {
-        case .conduit: return linkInbox.hasRoom()
-        case .channels, .undecided:
-            for record in channels.values { if let handle = record.handle, !handle.inbox.hasRoom() { return false } }
-            return true
-        }
-    }
-
-    private func readAvailable() {
-        let buffer = stack.receiveBuffer
-        while state != .closed, let socket, inboxesHaveRoom() {
-            var stream: UInt16 = 0, ppid: UInt32 = 0
-            var isNotification: Int32 = 0, isEnd: Int32 = 0
-            let count = conduit_sctp_receive(socket, buffer.baseAddress, buffer.count, &stream, &ppid, &isNotification, &isEnd)
-            if count < 0 {
-                let error = Int32(-count)
-                if error == EAGAIN || error == EWOULDBLOCK || error == ENOTCONN && state == .connecting { return }
-                peerClosed(SCTPErrors.system("reading from \(remoteDescription) failed", error))
-                return
-            }
-            if count == 0 {
-                peerClosed(nil)
-                return
-            }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            if isEnd == 0 || !partial.isEmpty || partialIsOversize {
-                // Part of a larger message: gather it, within the message size limit.
-                if partial.count + count > limits.maxMessageSize { partialIsOversize = true; partial = [] }
-                if !partialIsOversize { partial.append(contentsOf: chunk) }
-                guard isEnd != 0 else { continue }
-                defer { partial = []; partialIsOversize = false }
-                if partialIsOversize {
-                    statistics.droppedOversize += 1
-                    continue
-                }
-                partial.withUnsafeBytes { handle(isNotification != 0, stream: stream, ppid: ppid, $0) }
-            } else {
-                handle(isNotification != 0, stream: stream, ppid: ppid, chunk)
-            }
-        }
-    }
-
-    private func handle(_ isNotification: Bool, stream: UInt16, ppid: UInt32, _ bytes: UnsafeRawBufferPointer) {
-        if isNotification {
-            handleNotification(bytes)
-        } else {
-            receive(stream: stream, ppid: ppid, bytes)
-        }
-    }
-
-    private func handleNotification(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count >= 8 else { return }
-        let type = bytes.loadUnaligned(as: UInt16.self)
-        switch Int32(type) {
-        case SCTP_ASSOC_CHANGE:
-            guard bytes.count >= 10 else { return }
-            switch Int32(bytes.loadUnaligned(fromByteOffset: 8, as: UInt16.self)) {
-            case SCTP_COMM_UP: established()
-            case SCTP_CANT_STR_ASSOC:
-                fail(connecting: ConduitError(.connectionFailed, "no SCTP association with \(remoteDescription): INIT went unanswered \(limits.initAttempts) times"))
-            case SCTP_COMM_LOST:
-                if state == .connecting {
-                    fail(connecting: ConduitError(.connectionFailed, "the SCTP association with \(remoteDescription) could not be set up"))
-                } else {
-                    peerClosed(ConduitError(.connectionClosed, "the SCTP association with \(remoteDescription) was lost"))
-                }
-            case SCTP_SHUTDOWN_COMP: peerClosed(nil)
-            default: break
-            }
-        case SCTP_STREAM_RESET_EVENT:
-            guard bytes.count >= 12 else { return }
-            let flags = Int32(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-            let length = min(Int(bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bytes.count)
-            let streams = stride(from: 12, to: length - 1, by: 2).map { bytes.loadUnaligned(fromByteOffset: $0, as: UInt16.self) }
-            if flags & (SCTP_STREAM_RESET_DENIED | SCTP_STREAM_RESET_FAILED) != 0 {
-                statistics.resetsRefused += 1
-                if flags & SCTP_STREAM_RESET_OUTGOING_SSN != 0 { retryReset(streams) }
-                return
-            }
-            if flags & SCTP_STREAM_RESET_INCOMING_SSN != 0 { for stream in streams { incomingReset(stream) } }
-            if flags & SCTP_STREAM_RESET_OUTGOING_SSN != 0 { for stream in streams { outgoingResetDone(stream) } }
-        case SCTP_SEND_FAILED_EVENT:
-            statistics.sendsAbandoned += 1
-        default:
-            break
-        }
     }
 
     // MARK: Sending
@@ -343,7 +254,7 @@ final class SCTPConnection: @unchecked Sendable {
         if error != 0 { retryReset(streams) }
     }
 
-    private func retryReset(_ streams: [UInt16]) {
+    func retryReset(_ streams: [UInt16]) {
         stack.loop.scheduleTask(in: .milliseconds(50)) { [weak self] in
             guard let self else { return }
             let still = streams.filter { self.channels[$0]?.awaitingOutgoingReset == true }
@@ -354,7 +265,7 @@ final class SCTPConnection: @unchecked Sendable {
     // MARK: Closing
 
     /// The peer ended the association (SHUTDOWN, ABORT or loss): what arrived is still read.
-    private func peerClosed(_ error: ConduitError?) {
+    func peerClosed(_ error: ConduitError?) {
         guard state != .closed else { return }
         if state == .connecting {
             fail(connecting: error ?? ConduitError(.connectionFailed, "the SCTP association with \(remoteDescription) was refused"))
@@ -399,44 +310,5 @@ final class SCTPConnection: @unchecked Sendable {
             onModeDecided = nil
         }
         if mode == .undecided { onModeDecided = nil }
-    }
-}
-
-/// What one association did, for tests and reports.
-public struct SCTPAssociationStatistics: Sendable, Hashable {
-    public var packetsSent = 0
-    public var packetsReceived = 0
-    public var messagesSent = 0
-    public var messagesReceived = 0
-    /// Channels open now, and stream IDs this end holds (open, or waiting for their reset).
-    public var openChannels = 0
-    public var streamsInUse = 0
-    public var channelsOpened = 0
-    public var channelsClosed = 0
-    /// Messages on a stream with no channel, bad DCEP messages, and PPIDs we do not take.
-    public var droppedNoChannel = 0
-    public var droppedDCEP = 0
-    public var droppedPPID = 0
-    public var droppedOversize = 0
-    public var resetsRefused = 0
-    public var sendsAbandoned = 0
-    public init() {}
-}
-
-/// Sizes and numbers an association is set up with.
-struct SCTPLimits: Sendable {
-    var streams: UInt16 = 1024
-    var initAttempts: UInt16 = 8
-    var localPort: UInt16 = 5000
-    var remotePort: UInt16 = 5000
-    /// SCTP packet size, which is the UDP payload size.
-    var mtu: UInt32 = 1200
-    /// Largest message read (bigger ones are dropped and counted) or sent.
-    var maxMessageSize = DataChannel.maxMessageSize
-}
-
-enum SCTPErrors {
-    static func system(_ what: String, _ error: Int32) -> ConduitError {
-        ConduitError(.connectionFailed, "\(what): \(String(cString: strerror(error)))")
     }
 }
