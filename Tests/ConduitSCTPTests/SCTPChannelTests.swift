@@ -68,4 +68,38 @@ struct SCTPChannelTests {
         await server.close()
         await listener.close()
     }
+
+    @Test("one association per peer: 20 clients at once on one listener, each with its own channel")
+    func manyPeers() async throws {
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        let server = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<20 {
+                    guard let association = await listener.accept() else { return }
+                    group.addTask {
+                        guard let channel = await association.acceptChannel() else { return }
+                        while let message = await channel.receive() { try? await channel.send(message) }
+                    }
+                }
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    let client = try await SCTPAssociation.connect(to: listener.localURL)
+                    let channel = try await client.openChannel(label: "peer-\(index)", protocol: "")
+                    for round in 0..<5 {
+                        let message = DataChannelMessage.string("\(index)/\(round)")
+                        try await channel.send(message)
+                        #expect(await channel.receive() == message)
+                    }
+                    await client.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        await server.value
+        #expect(await listener.statistics().associations == 20)
+        await listener.close()
+    }
 }
