@@ -53,14 +53,16 @@ struct SCTPChannelTests {
             await next.close()
             #expect(await peer.receive() == nil)
         }
-        #expect(ids.count <= 2 && ids.contains(firstID))
+        // A closed stream is free once the peer's answering reset arrives, so a few IDs take turns.
+        #expect(ids.count < 10 && ids.contains(firstID))
         // Resets finish shortly after the last close: nothing stays open or held.
         var clientStats = await client.statistics()
-        for _ in 0..<100 where clientStats.streamsInUse > 0 {
+        var serverStats = await server.statistics()
+        for _ in 0..<250 where clientStats.streamsInUse > 0 || serverStats.streamsInUse > 0 {
             try await Task.sleep(for: .milliseconds(20))
             clientStats = await client.statistics()
+            serverStats = await server.statistics()
         }
-        let serverStats = await server.statistics()
         #expect(clientStats.openChannels == 0 && clientStats.streamsInUse == 0)
         #expect(serverStats.openChannels == 0 && serverStats.streamsInUse == 0)
         #expect(clientStats.channelsOpened == 251 && clientStats.channelsClosed == 251)
