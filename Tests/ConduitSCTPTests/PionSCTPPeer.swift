@@ -15,9 +15,9 @@ final class PionSCTPPeer: Sendable {
             && FileManager.default.fileExists(atPath: "\(gopath)/src/github.com/pion/datachannel")
     }
 
-    /// The built program (one build per test process).
+    /// The built program (one build per test process, into one file per user so runs leave no litter).
     static let binary: Result<String, PionError> = {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-sctp-pion-\(getpid())").path
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-sctp-pion-\(getuid())").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/go")
         process.arguments = ["build", "-o", output, "."]
