@@ -71,17 +71,36 @@ struct PionSCTPInteropTests {
             #expect(channel.reliability.ordered == (reliability[0] == "-ordered=true"))
             #expect(channel.reliability.limit != .none)
         }
+        // pion ends a partially reliable channel once echoes pause for a second, so on a loaded
+        // machine it may close the channel before every echo is sent: that ends the loop, not the test.
+        let partial = reliability.count > 1
         var kinds: [DataChannelMessageKind: Int] = [:]
         for _ in 0..<30 {
             guard let message = await channel.receive() else { break }
             kinds[message.kind, default: 0] += 1
             #expect(message.bytes.count == 700)
-            try await channel.send(message)
+            let sent: Result<Void, ConduitError>
+            do {
+                try await channel.send(message)
+                sent = .success(())
+            } catch {
+                sent = .failure(error)
+            }
+            if case .failure(let error) = sent {
+                #expect(partial && error.code == .sessionClosed, "\(error)")
+                break
+            }
         }
-        #expect(kinds == [.string: 15, .binary: 15])
         let (status, report) = try await pion.finish()
         #expect(status == 0, "\(report.error ?? "")")
-        #expect(report.sent == 30 && report.verified == 30 && report.mismatches == 0)
+        #expect(report.sent == 30 && report.mismatches == 0)
+        if partial {
+            #expect(kinds[.string, default: 0] > 0 && kinds[.binary, default: 0] > 0)
+            #expect((1...30).contains(report.verified ?? 0))
+        } else {
+            #expect(kinds == [.string: 15, .binary: 15])
+            #expect(report.verified == 30)
+        }
         await association.close()
         await listener.close()
     }
