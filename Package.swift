@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
+        .library(name: "ConduitSCTP", targets: ["ConduitSCTP"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
         // Preloaded into usrsctp's tsctp for reference runs, so its debug output stays off
@@ -88,6 +89,26 @@ let package = Package(
             dependencies: ["CLibSCTP", "ConduitCore", .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
+        // usrsctp (the system's, found with pkg-config; the shim header defines what pkg-config's
+        // -D flags would), a few C helpers around it, and SCTP over UDP with data channels.
+        .systemLibrary(
+            name: "CUsrsctp",
+            pkgConfig: "usrsctp",
+            providers: [.apt(["libusrsctp-dev"])]
+        ),
+        .target(name: "CUsrsctpSupport", dependencies: ["CUsrsctp"]),
+        .target(
+            name: "ConduitSCTP",
+            dependencies: [
+                "CUsrsctp",
+                "CUsrsctpSupport",
+                "ConduitCore",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "Conduit",
             dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
@@ -97,7 +118,7 @@ let package = Package(
         // verifiable payloads, the listen and send jobs and their JSON reports.
         .target(
             name: "ConduitTooling",
-            dependencies: ["Conduit", "ConduitCore"],
+            dependencies: ["Conduit", "ConduitCore", "ConduitSCTP"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -110,6 +131,7 @@ let package = Package(
             dependencies: [
                 "Conduit",
                 "ConduitUDP",
+                "ConduitSCTP",
                 "ConduitTooling",
                 "ConduitKernelSCTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -159,6 +181,20 @@ let package = Package(
                 "ConduitReliability",
                 "Conduit",
                 "ConduitSRTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitSCTPTests",
+            dependencies: [
+                "ConduitSCTP",
+                "ConduitCore",
+                "ConduitConformance",
+                "Conduit",
+                "ConduitUDP",
+                "ConduitTooling",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
