@@ -81,11 +81,17 @@ public struct Reassembler: Sendable {
 
     public var configuration: Configuration
     public private(set) var statistics = Statistics()
-    @usableFromInline var entries: [Key: Entry] = [:]
+    /// Messages in progress live in a flat array of slots, found through `slotOf`. Reading a
+    /// field as `slots[slot]!.field` goes straight to the element: a dictionary's value getter
+    /// would copy the whole entry (a retain and release of its buffer) for every field read, on
+    /// every fragment. Freed slots are reused, so there are never more than
+    /// `maxIncompleteMessages` of them.
+    @usableFromInline var slots: ContiguousArray<Entry?> = []
+    var freeSlots: [Int] = []
+    var slotOf: [Key: Int] = [:]
     /// The entry the last fragment went to. Fragments of one message usually arrive together, so
-    /// this spares hashing the key for all but the first. Every insert or removal must clear it:
-    /// a dictionary's indices are only stable until it changes shape.
-    var hot: (key: Key, index: Dictionary<Key, Entry>.Index)?
+    /// this spares hashing the key for all but the first. Cleared whenever its slot is freed.
+    var hot: (key: Key, slot: Int)?
     /// Recently delivered message IDs per stream, so late duplicates are not delivered twice.
     /// At most ``maxTrackedStreams`` streams are remembered (512 bytes each).
     var delivered: [StreamKey: CompletedMessageWindow] = [:]
@@ -100,10 +106,10 @@ public struct Reassembler: Sendable {
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        entries.reserveCapacity(configuration.maxIncompleteMessages)
+        slotOf.reserveCapacity(configuration.maxIncompleteMessages)
     }
 
-    public var incompleteMessages: Int { entries.count }
+    public var incompleteMessages: Int { slotOf.count }
 
     /// Takes one validated fragment (see ``DataFrameHeader/parse(_:)``).
     public mutating func ingest(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, now: ConduitInstant) -> Outcome {
@@ -111,11 +117,11 @@ public struct Reassembler: Sendable {
         let total = Int(header.totalLength)
 
         if let hot, hot.key == key {
-            return add(header, payload: payload, at: hot.index, key: key)
+            return add(header, payload: payload, at: hot.slot, key: key)
         }
-        if let index = entries.index(forKey: key) {
-            hot = (key, index)
-            return add(header, payload: payload, at: index, key: key)
+        if let slot = slotOf[key] {
+            hot = (key, slot)
+            return add(header, payload: payload, at: slot, key: key)
         }
         let stream = StreamKey(streamID: key.streamID, subgroupID: key.subgroupID)
         if delivered[stream]?.contains(key.messageID) == true {
@@ -138,8 +144,7 @@ public struct Reassembler: Sendable {
             UnsafeMutableBufferPointer(rebasing: raw[total...]).initialize(repeating: 0)
             initialized = total + bitmapBytes
         }
-        hot = nil
-        entries[key] = Entry(
+        let entry = Entry(
             buffer: buffer,
             totalLength: total,
             fragmentSize: Int(header.fragmentSize),
@@ -149,26 +154,44 @@ public struct Reassembler: Sendable {
             timestamp: header.timestamp,
             firstSeen: now
         )
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            slots[slot] = entry
+        } else {
+            slot = slots.count
+            slots.append(entry)
+        }
+        slotOf[key] = slot
         bufferedBytes += total
-        let index = entries.index(forKey: key)!
-        hot = (key, index)
-        return add(header, payload: payload, at: index, key: key)
+        hot = (key, slot)
+        return add(header, payload: payload, at: slot, key: key)
+    }
+
+    /// Frees the slot of a message in progress and returns its entry.
+    mutating func removeEntry(_ key: Key) -> Entry? {
+        guard let slot = slotOf.removeValue(forKey: key) else { return nil }
+        if hot?.slot == slot { hot = nil }
+        let entry = slots[slot]
+        slots[slot] = nil
+        freeSlots.append(slot)
+        return entry
     }
 
     @usableFromInline
-    mutating func add(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, at index: Dictionary<Key, Entry>.Index, key: Key) -> Outcome {
+    mutating func add(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, at slot: Int, key: Key) -> Outcome {
         // Read the entry's fields one by one: binding the whole entry to a local would hold a
         // second reference to its buffer and make the write below copy the message each time.
-        let total = entries.values[index].totalLength
-        guard Int(header.totalLength) == total, Int(header.fragmentSize) == entries.values[index].fragmentSize,
-            header.sessionType == entries.values[index].sessionType
+        let total = slots[slot]!.totalLength
+        guard Int(header.totalLength) == total, Int(header.fragmentSize) == slots[slot]!.fragmentSize,
+            header.sessionType == slots[slot]!.sessionType
         else {
             statistics.inconsistentFragments += 1
             return .incomplete
         }
         let fragment = header.fragmentIndex
-        // `values[index]` is modified in place: the buffer stays uniquely referenced, no copy.
-        let isNew = entries.values[index].buffer.withUnsafeMutableBytes { raw -> Bool in
+        // The slot is modified in place: the buffer stays uniquely referenced, no copy.
+        let isNew = slots[slot]!.buffer.withUnsafeMutableBytes { raw -> Bool in
             let byte = total + fragment >> 3
             let bit = UInt8(1) << UInt8(fragment & 7)
             guard raw[byte] & bit == 0 else { return false }
@@ -180,10 +203,10 @@ public struct Reassembler: Sendable {
             statistics.duplicateFragments += 1
             return .incomplete
         }
-        entries.values[index].receivedFragments += 1
-        guard entries.values[index].receivedFragments == entries.values[index].fragmentCount else { return .incomplete }
-        hot = nil
-        var entry = entries.remove(at: index).value
+        slots[slot]!.receivedFragments += 1
+        guard slots[slot]!.receivedFragments == slots[slot]!.fragmentCount else { return .incomplete }
+        // `entry` becomes the buffer's only owner once the slot is cleared: trimmed in place.
+        var entry = removeEntry(key)!
         bufferedBytes -= entry.totalLength
         entry.buffer.removeLast(entry.buffer.count - entry.totalLength)  // drop the bitmap, in place
         statistics.completedMessages += 1
@@ -202,16 +225,16 @@ public struct Reassembler: Sendable {
     /// messages if the new one is unreliable too. Reliable messages in progress are never evicted.
     mutating func makeRoom(for size: Int, sessionType: SessionType) -> Bool {
         func fits() -> Bool {
-            entries.count < configuration.maxIncompleteMessages && bufferedBytes + size <= configuration.maxBufferedBytes
+            slotOf.count < configuration.maxIncompleteMessages && bufferedBytes + size <= configuration.maxBufferedBytes
         }
         guard size <= configuration.maxBufferedBytes else { return false }
         while !fits() {
             guard !sessionType.isReliable,
-                let oldest = entries.filter({ !$0.value.sessionType.isReliable }).min(by: { $0.value.firstSeen < $1.value.firstSeen })
+                let oldest = slotOf.filter({ !slots[$0.value]!.sessionType.isReliable })
+                    .min(by: { slots[$0.value]!.firstSeen < slots[$1.value]!.firstSeen })
             else { return false }
-            bufferedBytes -= oldest.value.totalLength
-            hot = nil
-            entries.removeValue(forKey: oldest.key)
+            bufferedBytes -= slots[oldest.value]!.totalLength
+            _ = removeEntry(oldest.key)
             statistics.messagesEvicted += 1
         }
         return true
@@ -219,18 +242,19 @@ public struct Reassembler: Sendable {
 
     /// When the next incomplete unreliable message times out, if any.
     public var nextExpiry: ConduitInstant? {
-        entries.values.lazy.filter { !$0.sessionType.isReliable }.map { $0.firstSeen + configuration.incompleteTimeout }.min()
+        slots.lazy.compactMap { $0 }.filter { !$0.sessionType.isReliable }.map { $0.firstSeen + configuration.incompleteTimeout }.min()
     }
 
     /// Drops incomplete unreliable messages older than the timeout; returns how many.
     @discardableResult
     public mutating func expire(now: ConduitInstant) -> Int {
         let timeout = configuration.incompleteTimeout
-        let expired = entries.filter { !$0.value.sessionType.isReliable && $0.value.firstSeen + timeout <= now }
-        if !expired.isEmpty { hot = nil }
-        for (key, entry) in expired {
-            entries.removeValue(forKey: key)
-            bufferedBytes -= entry.totalLength
+        let expired = slotOf.keys.filter { key in
+            let entry = slots[slotOf[key]!]!
+            return !entry.sessionType.isReliable && entry.firstSeen + timeout <= now
+        }
+        for key in expired {
+            bufferedBytes -= removeEntry(key)!.totalLength
         }
         statistics.messagesDroppedTimedOut += expired.count
         return expired.count
@@ -239,10 +263,8 @@ public struct Reassembler: Sendable {
     /// Forgets every message in progress on one stream, and what it delivered (the session closed).
     public mutating func discard(streamID: StreamID, subgroupID: UInt16) {
         delivered[StreamKey(streamID: streamID, subgroupID: subgroupID)] = nil
-        hot = nil
-        for (key, entry) in entries where key.streamID == streamID && key.subgroupID == subgroupID {
-            entries.removeValue(forKey: key)
-            bufferedBytes -= entry.totalLength
+        for key in slotOf.keys where key.streamID == streamID && key.subgroupID == subgroupID {
+            bufferedBytes -= removeEntry(key)!.totalLength
         }
     }
 }
