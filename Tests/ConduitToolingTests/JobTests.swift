@@ -112,7 +112,9 @@ struct JobTests {
         let bound = BoundURL()
         let listen = ListenJob(
             runtime: runtime, url: "loopback://tooling-short",
-            options: .init(expect: 50, timeout: .seconds(5))
+            // Long enough that a loaded machine (the whole suite runs in parallel on 2 cores)
+            // finishes the 30 sends before the listener gives up; the test waits it out.
+            options: .init(expect: 50, timeout: .seconds(15))
         )
         async let listened = listen.run(onListening: bound.callback)
         let url = try #require(await bound.next())
