@@ -296,10 +296,12 @@ func openAndSend(association *sctp.Association, o options, streamID uint16) erro
 		return nil
 	}
 	// A reliable channel returns every echo (or the run times out); a partially reliable one may
-	// abandon some (RFC 3758), so it is done once the echoes stop for a second.
+	// abandon some (RFC 3758), so it is done once the echoes stop for a while. The first echo may
+	// take long on a loaded machine (the peer is still accepting the association and the channel),
+	// so only a pause after echoes have started ends the wait; before that the run's timeout does.
 	partial := o.maxRetransmits >= 0 || o.maxLifetimeMs >= 0
 	for seen := 0; seen < o.count; seen++ {
-		if !partial {
+		if !partial || seen == 0 {
 			if _, open := <-echoes; !open {
 				return nil
 			}
@@ -310,7 +312,7 @@ func openAndSend(association *sctp.Association, o options, streamID uint16) erro
 			if !open {
 				return nil
 			}
-		case <-time.After(time.Second):
+		case <-time.After(3 * time.Second):
 			return nil
 		}
 	}
