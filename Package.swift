@@ -197,6 +197,7 @@ let package = Package(
                 "ConduitTooling",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                "ConduitInteropSupport",
             ],
             swiftSettings: strictSettings
         ),
