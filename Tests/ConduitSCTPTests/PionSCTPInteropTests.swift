@@ -55,20 +55,20 @@ struct PionSCTPInteropTests {
         #expect(report.received == sent.count && report.strings == 20 && report.binaries == 20 && report.mismatches == 0)
     }
 
+    /// A pion client opening "from-pion" with 30 messages of 700 B; the test adds where to connect.
+    static func pionClient(ordered: Bool, maxRetransmits: Int? = nil, maxLifetimeMilliseconds: Int? = nil) -> PionDataChannelPeer.Options {
+        PionDataChannelPeer.Options(
+            role: .client, label: "from-pion", protocol: "pion-interop/1", ordered: ordered, maxRetransmits: maxRetransmits,
+            maxLifetimeMilliseconds: maxLifetimeMilliseconds, count: 30, size: 700, timeoutSeconds: 30)
+    }
+
     @Test("pion opens channels to Conduit; Conduit echoes on the same channel with the same type", arguments: [
-        PionDataChannelPeer.Options(role: .client, ordered: true),
-        PionDataChannelPeer.Options(role: .client, ordered: false, maxRetransmits: 0),
-        PionDataChannelPeer.Options(role: .client, ordered: true, maxLifetimeMilliseconds: 500),
+        pionClient(ordered: true), pionClient(ordered: false, maxRetransmits: 0), pionClient(ordered: true, maxLifetimeMilliseconds: 500),
     ])
-    func pionOpensToConduit(_ reliability: PionDataChannelPeer.Options) async throws {
+    func pionOpensToConduit(_ client: PionDataChannelPeer.Options) async throws {
         let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
-        var options = reliability
+        var options = client
         options.remote = "127.0.0.1:\(listener.localURL.port!)"
-        options.label = "from-pion"
-        options.protocol = "pion-interop/1"
-        options.count = 30
-        options.size = 700
-        options.timeoutSeconds = 30
         let pion = try await PionDataChannelPeer.start(options)
         defer { pion.kill() }
         let association = try #require(await listener.accept())
