@@ -2,8 +2,6 @@ import ConduitConformance
 import ConduitCore
 import ConduitNetworkTestSupport
 import ConduitSCTP
-import NIOCore
-import NIOPosix
 import Testing
 
 @Suite("SCTP over UDP transport conformance")

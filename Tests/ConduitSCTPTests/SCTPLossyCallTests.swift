@@ -2,7 +2,6 @@ import Conduit
 import ConduitNetworkTestSupport
 import ConduitCore
 import ConduitSCTP
-import ConduitUDP
 import Testing
 
 /// A Conduit call over sctp+udp through the user-space impairment proxy (`conduit impair`):

@@ -3,8 +3,6 @@ import ConduitCore
 import ConduitNetworkTestSupport
 import ConduitReliability
 import ConduitUDP
-import NIOCore
-import NIOPosix
 import Testing
 
 extension UDPTransportTests {
