@@ -183,6 +183,7 @@ let package = Package(
                 "ConduitSRTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                "ConduitNetworkTestSupport",
             ],
             swiftSettings: strictSettings
         ),
@@ -197,6 +198,8 @@ let package = Package(
                 "ConduitTooling",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                "ConduitInteropSupport",
+                "ConduitNetworkTestSupport",
             ],
             swiftSettings: strictSettings
         ),
@@ -224,6 +227,19 @@ let package = Package(
         // and reads its report. Test support only, no product; test targets depend on it.
         .target(
             name: "ConduitInteropSupport",
+            swiftSettings: strictSettings
+        ),
+        // What the network transports' tests share: calls through the impairment proxy, a UDP
+        // port where nothing listens. Test support only, no product; test targets depend on it.
+        .target(
+            name: "ConduitNetworkTestSupport",
+            dependencies: [
+                "Conduit",
+                "ConduitCore",
+                "ConduitUDP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -55,6 +55,10 @@ public final class PionDataChannelPeer: Sendable {
             self.timeoutSeconds = timeoutSeconds
         }
 
+        /// The channel this side opens drops messages by a partial-reliability policy (RFC 8831
+        /// section 6.1: a retransmission or lifetime limit) rather than delivering every one.
+        public var isPartiallyReliable: Bool { maxRetransmits != nil || maxLifetimeMilliseconds != nil }
+
         var arguments: [String] {
             var out = ["-role", role.rawValue, "-timeout", String(timeoutSeconds)]
             if role == .server { out += ["-local", "127.0.0.1:0"] }
@@ -301,4 +305,9 @@ final class OutputCollector: Sendable {
     }
 
     func standardError() -> String { state.withLock { String(decoding: $0.err, as: UTF8.self) } }
+}
+
+/// The flags, so that parameterised tests name each case by what the program runs.
+extension PionDataChannelPeer.Options: CustomStringConvertible {
+    public var description: String { arguments.joined(separator: " ") }
 }

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitNetworkTestSupport
 import ConduitSCTP
 import ConduitUDP
 import NIOCore
@@ -75,9 +76,7 @@ struct SCTPRobustnessTests {
 
     @Test("connecting to a closed port: ICMP port-unreachable is not fatal, INIT is retried until the limit")
     func closedPort() async throws {
-        let dead = try await Self.udpSocket()
-        let port = dead.localAddress!.port!
-        try await dead.close()
+        let port = try await unusedUDPPort()
         // The INIT limit (usrsctp gives up): connectionFailed, naming the attempts.
         do {
             _ = try await SCTPAssociation.connect(to: TransportURL(parsing: "sctp+udp://127.0.0.1:\(port)?init-attempts=2&connect-timeout-ms=30000"))

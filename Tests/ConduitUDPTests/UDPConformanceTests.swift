@@ -1,25 +1,16 @@
 import ConduitConformance
 import ConduitCore
+import ConduitNetworkTestSupport
 import ConduitReliability
 import ConduitUDP
-import NIOCore
-import NIOPosix
 import Testing
 
 extension UDPTransportTests {
     @Suite("UDP transport conformance")
     struct UDPConformanceTests {
-        /// A 127.0.0.1 port where nothing listens: bound once, then released.
-        static func deadPort() async throws -> Int {
-            let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
-            let port = channel.localAddress!.port!
-            try await channel.close()
-            return port
-        }
-
         @Test(.timeLimit(.minutes(1)), arguments: ConformanceSuite.Case.datagramCases + [.bothDirections, .closeEndsPeerReads])
         func conforms(_ testCase: ConformanceSuite.Case) async throws {
-            let dead = try await Self.deadPort()
+            let dead = try await unusedUDPPort()
             let suite = ConformanceSuite(
                 transport: UDPTransport(),
                 address: { _ in TransportURL(scheme: "udp", host: "127.0.0.1", port: 0) },
@@ -37,7 +28,7 @@ extension UDPTransportTests {
     struct ReliableUDPConformanceTests {
         @Test(.timeLimit(.minutes(1)), arguments: ConformanceSuite.Case.allCases)
         func conforms(_ testCase: ConformanceSuite.Case) async throws {
-            let dead = try await UDPConformanceTests.deadPort()
+            let dead = try await unusedUDPPort()
             let suite = ConformanceSuite(
                 transport: ReliableTransport(wrapping: UDPTransport()),
                 address: { _ in TransportURL(scheme: "udp", host: "127.0.0.1", port: 0) },

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitNetworkTestSupport
 import NIOCore
 import Testing
 
@@ -98,7 +99,7 @@ extension UDPTransportTests {
         }
 
         @Test func connectingToNothingTimesOut() async throws {
-            let port = try await UDPConformanceTests.deadPort()
+            let port = try await unusedUDPPort()
             let start = ContinuousClock.now
             do {
                 let link = try await UDPTransport().connect(to: UDPTestSupport.url("udp://127.0.0.1:\(port)?connect-timeout-ms=700"))
@@ -113,7 +114,7 @@ extension UDPTransportTests {
         }
 
         @Test func cancellingAConnectEndsItPromptly() async throws {
-            let port = try await UDPConformanceTests.deadPort()
+            let port = try await unusedUDPPort()
             let url = try UDPTestSupport.url("udp://127.0.0.1:\(port)?connect-timeout-ms=5000")
             let start = ContinuousClock.now
             let attempt = Task { () async throws -> Bool in

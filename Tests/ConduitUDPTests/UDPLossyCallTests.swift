@@ -1,4 +1,5 @@
 import Conduit
+import ConduitNetworkTestSupport
 import ConduitCore
 import ConduitUDP
 import Foundation
@@ -14,38 +15,21 @@ extension UDPTransportTests {
     struct UDPLossyCallTests {
         static let soak = ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1"
 
-        struct Setup {
-            let listener: CallListener
-            let proxy: ImpairmentProxy
-            let caller: Call
-            let callee: Call
-        }
-
-        static func connect(impairment: ImpairmentConfiguration, query: String = "") async throws -> Setup {
+        /// `query` goes on both URLs, the listener's and the caller's.
+        static func connect(impairment: ImpairmentConfiguration, query: String = "") async throws -> ImpairedCall {
             var configuration = ConduitConfiguration()
             configuration.rateLimit = .unlimited
             configuration.reassembly.incompleteTimeout = .seconds(3_600)
             configuration.queueDelayOn = .seconds(3_600)
-            let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
-            let listener = try await runtime.listen(on: "udp://127.0.0.1:0\(query)", as: "bob")
-            let proxy = try await ImpairmentProxy.start(.init(
-                listen: UDPEndpoint(host: "127.0.0.1", port: 0),
-                upstream: UDPEndpoint(host: "127.0.0.1", port: listener.url.port!),
-                impairment: impairment
-            ))
-            async let accepted = listener.accept()
-            let caller = try await runtime.connect(to: "udp://127.0.0.1:\(proxy.localAddress.port!)\(query)", as: "alice")
-            let callee = try #require(try await accepted)
-            return Setup(listener: listener, proxy: proxy, caller: caller, callee: callee)
+            return try await ImpairedCall.connect(
+                scheme: "udp", transport: UDPTransport(), configuration: configuration, impairment: impairment,
+                listenQuery: query, connectQuery: query)
         }
 
-        static func harsh(seed: UInt64) -> ImpairmentConfiguration {
-            var impairment = ImpairmentConfiguration()
-            impairment.loss = 0.10
-            impairment.reorder = 0.05
-            impairment.duplicate = 0.01
-            impairment.seed = seed
-            return impairment
+        /// `count` seeded messages of 1 B – 128 KiB, for ``ImpairedCall/transferReliably(on:_:)``.
+        static func messages(count: Int, seed: UInt64) -> [[UInt8]] {
+            var random = SeededRandom(seed: seed)
+            return (0..<count).map { _ in random.bytes(max(1, random.logUniformSize(max: 131_072))) }
         }
 
         static func awaitIncoming(_ call: Call) async -> (StreamID, SessionType)? {
@@ -55,32 +39,13 @@ extension UDPTransportTests {
             return nil
         }
 
-        /// Sends `count` seeded reliable messages of 1 B – 128 KiB on stream 100 and receives them.
-        static func transfer(_ setup: Setup, count: Int, seed: UInt64) async throws -> (sent: [[UInt8]], received: [InboundDataSession.Message]) {
-            let outbound = try await setup.caller.makeOutboundDataSession(streamID: 100, type: .reliableMessage)
-            #expect(await Self.awaitIncoming(setup.callee)?.0 == 100)
-            let inbound = try await setup.callee.makeInboundDataSession(streamID: 100, expecting: .reliableMessage)
-            var random = SeededRandom(seed: seed)
-            let messages: [[UInt8]] = (0..<count).map { _ in random.bytes(max(1, random.logUniformSize(max: 131_072))) }
-            let sender = Task {
-                for (index, message) in messages.enumerated() { try await outbound.send(message, timestamp: UInt64(index)) }
-            }
-            var received: [InboundDataSession.Message] = []
-            for await event in inbound.events {
-                guard case .message(let message) = event else { continue }
-                received.append(message)
-                if received.count == count { break }
-            }
-            try await sender.value
-            return (messages, received)
-        }
-
         @Test("reliable messages of 1 B to 128 KiB: exactly once, in order, byte-identical")
         func reliableMessagesThroughLoss() async throws {
-            let setup = try await Self.connect(impairment: Self.harsh(seed: 41))
+            let setup = try await Self.connect(impairment: .harsh(seed: 41))
             let count = Self.soak ? 2_000 : 200
+            let messages = Self.messages(count: count, seed: 77)
             let started = ContinuousClock.now
-            let (messages, received) = try await Self.transfer(setup, count: count, seed: 77)
+            let received = try await setup.transferReliably(on: 100, messages)
             let elapsed = started.duration(to: .now)
             #expect(received.map(\.timestamp) == (0..<UInt64(count)).map { $0 })
             #expect(received.map(\.bytes) == messages)
@@ -88,17 +53,14 @@ extension UDPTransportTests {
             #expect(stats.clientToUpstream.dropped > 0 && stats.clientToUpstream.duplicated > 0 && stats.clientToUpstream.reordered > 0)
             let bytes = messages.reduce(0) { $0 + $1.count }
             print("[udp lossy] \(count) messages, \(bytes) bytes through 10 % loss / 5 % reorder / 1 % dup in \(elapsed)")
-            await setup.caller.hangUp()
-            await setup.callee.hangUp()
-            await setup.listener.close()
-            await setup.proxy.stop()
+            await setup.end()
         }
 
         @Test("unreliable messages: never a duplicate, never corrupted, most delivered")
         func unreliableMessagesThroughLoss() async throws {
-            let setup = try await Self.connect(impairment: Self.harsh(seed: 43))
+            let setup = try await Self.connect(impairment: .harsh(seed: 43))
             let outbound = try await setup.caller.makeOutboundDataSession(streamID: 101, type: .unreliableMessage)
-            #expect(await Self.awaitIncoming(setup.callee)?.0 == 101)
+            #expect(await setup.nextIncomingSession()?.streamID == 101)
             let inbound = try await setup.callee.makeInboundDataSession(streamID: 101, expecting: .unreliableMessage)
             let count = 1_000
             var random = SeededRandom(seed: 78)
@@ -138,7 +100,7 @@ extension UDPTransportTests {
             light.seed = 47
             let setup = try await Self.connect(impairment: light)
             let outbound = try await setup.caller.makeOutboundDataSession(streamID: 102, type: .reliableBytes)
-            #expect(await Self.awaitIncoming(setup.callee)?.0 == 102)
+            #expect(await setup.nextIncomingSession()?.streamID == 102)
             let inbound = try await setup.callee.makeInboundDataSession(streamID: 102, expecting: .reliableBytes)
             var random = SeededRandom(seed: 79)
             let messages: [[UInt8]] = (0..<60).map { _ in random.bytes(1 + random.below(64 * 1_024)) }
@@ -171,10 +133,7 @@ extension UDPTransportTests {
             #expect(timestamps == (0..<UInt64(messages.count)).map { $0 })
             let stats = await setup.proxy.statistics()
             #expect(stats.clientToUpstream.droppedByPartition + stats.upstreamToClient.droppedByPartition > 0)
-            await setup.caller.hangUp()
-            await setup.callee.hangUp()
-            await setup.listener.close()
-            await setup.proxy.stop()
+            await setup.end()
         }
 
         /// A receiver that stops reading for 5 s: its buffers and the link's window fill, the
@@ -241,7 +200,7 @@ extension UDPTransportTests {
         func keepaliveAndIdleTimeout() async throws {
             let setup = try await Self.connect(impairment: ImpairmentConfiguration(), query: "?keepalive-ms=200&idle-timeout-ms=1000")
             let outbound = try await setup.caller.makeOutboundDataSession(streamID: 104, type: .reliableMessage)
-            #expect(await Self.awaitIncoming(setup.callee)?.0 == 104)
+            #expect(await setup.nextIncomingSession()?.streamID == 104)
             // Idle for twice the idle timeout: the keepalives must hold the call.
             try await Task.sleep(for: .seconds(2))
             try await outbound.send([1, 2, 3], timestamp: 1)

@@ -1,4 +1,5 @@
 import Conduit
+import ConduitNetworkTestSupport
 import ConduitCore
 import ConduitSRTP
 import ConduitUDP
@@ -130,14 +131,12 @@ extension UDPTransportTests {
         func reliabilityHoldsWithSRTP() async throws {
             let path = try Self.keyFile(.aesCM128HmacSha1_80, seed: 5)
             defer { try? FileManager.default.removeItem(atPath: path) }
-            let setup = try await UDPLossyCallTests.connect(impairment: UDPLossyCallTests.harsh(seed: 51), query: "?srtp-key-file=\(path)")
-            let (messages, received) = try await UDPLossyCallTests.transfer(setup, count: 200, seed: 52)
+            let setup = try await UDPLossyCallTests.connect(impairment: .harsh(seed: 51), query: "?srtp-key-file=\(path)")
+            let messages = UDPLossyCallTests.messages(count: 200, seed: 52)
+            let received = try await setup.transferReliably(on: 100, messages)
             #expect(received.map(\.timestamp) == (0..<UInt64(messages.count)).map { $0 })
             #expect(received.map(\.bytes) == messages)
-            await setup.caller.hangUp()
-            await setup.callee.hangUp()
-            await setup.listener.close()
-            await setup.proxy.stop()
+            await setup.end()
         }
     }
 }

@@ -41,13 +41,7 @@ public final class DataChannel: Sendable {
             connection.sendOnChannel(id, message, promise: promise)
             return promise.futureResult
         }
-        do {
-            try await future.get()
-        } catch let error as ConduitError {
-            throw error
-        } catch {
-            throw ConduitError(.connectionClosed, "sending on data channel \(id) failed: \(error)")
-        }
+        try await future.value(orFailWith: .connectionClosed, "sending on data channel \(id) failed")
     }
 
     /// The next message, or nil once the channel is closed (by either side) and drained.

@@ -22,12 +22,6 @@ enum SCTPConnector {
             }
             return established.always { _ in timer.cancel() }.map { connection }
         }
-        do {
-            return try await future.get()
-        } catch let error as ConduitError {
-            throw error
-        } catch {
-            throw ConduitError(.connectionFailed, "connecting to \(description) failed: \(error)")
-        }
+        return try await future.value(orFailWith: .connectionFailed, "connecting to \(description) failed")
     }
 }

@@ -57,13 +57,7 @@ public final class SCTPLink: TransportLink {
             }
             return promise.futureResult
         }
-        do {
-            try await future.get()
-        } catch let error as ConduitError {
-            throw error
-        } catch {
-            throw ConduitError(.connectionClosed, "writing to \(remoteDescription) failed: \(error)")
-        }
+        try await future.value(orFailWith: .connectionClosed, "writing to \(remoteDescription) failed")
     }
 
     private func waitUntilQuiescent() async {
