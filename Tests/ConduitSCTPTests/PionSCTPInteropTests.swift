@@ -33,7 +33,7 @@ struct PionSCTPInteropTests {
     func conduitOpensToPion(_ reliability: Reliability) async throws {
         // An echo-only pion server ends when it notices our SHUTDOWN, which it does not always do,
         // or at its -timeout, which it reports as a normal end.
-        let pion = try await PionDataChannelPeer.start(.init(role: .server, echo: true, timeoutSeconds: 6))
+        let pion = try await PionDataChannelPeer.start(.init(role: .server, echo: true, timeoutSeconds: 15))
         defer { pion.kill() }
         let port = pion.port
         let association = try await SCTPAssociation.connect(to: TransportURL(parsing: "sctp+udp://127.0.0.1:\(port)"))
@@ -126,7 +126,7 @@ struct PionSCTPInteropTests {
 struct PionSCTPToolingTests {
     @Test("DataChannelSendJob opens the labelled channel to pion and verifies every echo, strings and binaries")
     func sendJobToPion() async throws {
-        let pion = try await PionDataChannelPeer.start(.init(role: .server, echo: true, timeoutSeconds: 6))
+        let pion = try await PionDataChannelPeer.start(.init(role: .server, echo: true, timeoutSeconds: 15))
         defer { pion.kill() }
         let port = pion.port
         let options = SendJob.Options(
