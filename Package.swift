@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
+        .library(name: "ConduitRelay", targets: ["ConduitRelay"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
         // Preloaded into usrsctp's tsctp for reference runs, so its debug output stays off
@@ -36,6 +37,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -82,6 +87,17 @@ let package = Package(
             dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
             swiftSettings: strictSettings
         ),
+        // The relay for group rooms: tokens (HMAC-SHA256), the server that hosts the core's
+        // RelayMachine over any transports, in process or as `conduit relay`.
+        .target(
+            name: "ConduitRelay",
+            dependencies: [
+                "ConduitCore",
+                "ConduitReliability",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // What the command-line tool does, as a library so it is testable in process: seeded
         // verifiable payloads, the listen and send jobs and their JSON reports.
         .target(
@@ -100,7 +116,11 @@ let package = Package(
                 "Conduit",
                 "ConduitUDP",
                 "ConduitTooling",
+                "ConduitRelay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings,
             plugins: ["StreamCatalogPlugin"]
@@ -170,6 +190,11 @@ let package = Package(
         .testTarget(
             name: "ConduitStreamCatalogTests",
             dependencies: ["ConduitStreamCatalog"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitRelayTests",
+            dependencies: ["ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -29,6 +29,11 @@ public enum LinkChannelMap {
             case .hello?, .goodbye?, nil:
                 return (callChannel, .reliableOrdered)
             }
+        case RelayFrameKind.routed.rawValue, RelayFrameKind.relayed.rawValue:
+            // A frame crossing a relay: classified by the v1 frame inside its envelope, so a
+            // conference's sessions keep their own channels and reliability on lossy links.
+            guard frame.count > RelayEnvelope.size else { return (callChannel, .reliableOrdered) }
+            return classify(UnsafeRawBufferPointer(rebasing: frame[RelayEnvelope.size...]))
         default:
             return (callChannel, .reliableOrdered)
         }
