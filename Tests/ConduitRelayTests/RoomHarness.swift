@@ -37,7 +37,7 @@ struct RoomHarness {
     }
 
     /// Opens a link for `name` and sends its join; pumps until quiet.
-    mutating func join(_ name: String, room: RoomID = "room", token: String? = nil, session: CallConfiguration = .init()) {
+    mutating func join(_ name: String, room: RoomID = "room", token: String? = nil, session: CallConfiguration = .init(rateLimit: .unlimited)) {
         let peer = PeerID(stringLiteral: name)
         let id = RelayConnectionID(nextConnection)
         nextConnection += 1
@@ -45,7 +45,7 @@ struct RoomHarness {
         let text = token ?? Self.token(room: room, peer: peer)
         clients[name] = Client(
             connection: id,
-            machine: ConferenceMachine(room: room, localPeer: peer, token: Array(text.utf8), configuration: .init(session: session), now: now)
+            machine: ConferenceMachine(room: room, localPeer: peer, token: Array(text.utf8), configuration: .init(session: session, pingInterval: .seconds(1)), now: now)
         )
         pump()
     }
@@ -77,7 +77,8 @@ struct RoomHarness {
                 case .transmit(let id):
                     deliver(to: id)
                 case .close(let id):
-                    deliver(to: id)
+                    // The relay's last frame (the reason) goes out even to a stalled receiver.
+                    deliver(to: id, evenIfStalled: true)
                     if let name = name(of: id) {
                         clients[name]!.machine.linkClosed()
                         drainEvents(name)
@@ -94,8 +95,8 @@ struct RoomHarness {
         }
     }
 
-    mutating func deliver(to id: RelayConnectionID) {
-        guard let name = name(of: id), !clients[name]!.stalled, !clients[name]!.closed else { return }
+    mutating func deliver(to id: RelayConnectionID, evenIfStalled: Bool = false) {
+        guard let name = name(of: id), evenIfStalled || !clients[name]!.stalled, !clients[name]!.closed else { return }
         var batch = DatagramBatch()
         relay.pollTransmit(id, into: &batch, maxBytes: .max)
         clients[name]!.machine.handle(batch: batch, now: now)
