@@ -214,7 +214,8 @@ extension ConferenceMachine {
                 totalLength: Int(header.totalLength),
                 fragmentSize: Int(header.fragmentSize),
                 timestamp: header.timestamp,
-                bytes: Array(payload)
+                bytes: Array(payload),
+                sender: peer
             ))
         }
         if session.isAccepted {
