@@ -194,7 +194,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: ["ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback"],
+            dependencies: ["ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling"],
             swiftSettings: strictSettings
         ),
         .testTarget(
