@@ -28,6 +28,9 @@ public final class Conference: Sendable {
         case subscribeRefused(SubgroupName, RelayRefusal)
         /// A peer-to-peer message the relay carried without interpreting it (invitations).
         case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
+        /// Another peer published a data track (or had published it when this side joined).
+        case dataTrackPublished(ChannelLabel, by: PeerID, reliability: Reliability)
+        case dataTrackUnpublished(ChannelLabel, by: PeerID)
         /// This side left, was refused, was let go as a slow receiver, or the link closed.
         case disconnected(RelayDisconnectReason, String)
     }
@@ -88,6 +91,28 @@ public final class Conference: Sendable {
         await engine.sendExtension(id, to: peer, body: body)
     }
 
+    // MARK: Data tracks (Twilio style)
+
+    /// Publishes a named, unidirectional data track with its reliability (`ordered`, and
+    /// `maxPacketLifeTime` or `maxRetransmits`: see ``Reliability/init(ordered:maxRetransmits:maxPacketLifeTime:)``).
+    /// The lifetime is end to end: each message's remaining lifetime travels with it and the
+    /// relay subtracts the time it held it. Returns nil if the relay refused (no publish right,
+    /// or the name is taken by this peer).
+    public func publishDataTrack(_ name: ChannelLabel, reliability: Reliability = .reliableOrdered) async -> LocalDataTrack? {
+        guard await engine.publishTrack(name, reliability: reliability) else { return nil }
+        return LocalDataTrack(name: name, reliability: reliability, engine: engine)
+    }
+
+    /// Subscribes to `publisher`'s track `name` (announced by `dataTrackPublished`): messages sent
+    /// from now on arrive on the returned track. Nil if no such track is announced.
+    public func subscribeDataTrack(_ name: ChannelLabel, of publisher: PeerID) async -> RemoteDataTrack? {
+        await engine.subscribeTrack(name, of: publisher)
+    }
+
+    public func unsubscribeDataTrack(_ name: ChannelLabel, of publisher: PeerID) async {
+        await engine.unsubscribeTrack(name, of: publisher)
+    }
+
     /// Leaves the room (`leaveConference`): sessions close with `sessionEnd`, events end with
     /// `.disconnected(.left, ...)`, and the peers hear that this side left.
     public func leave() async { await engine.leave() }
@@ -111,5 +136,43 @@ extension ConduitRuntime {
         let engine = ConferenceEngine(room: room, peer: peer, token: token, link: link, configuration: configuration)
         _ = try await engine.establish(timeout: configuration.connectTimeout)
         return Conference(engine: engine, room: room, localPeer: peer)
+    }
+}
+
+/// A data track this side published (Twilio `LocalDataTrack`).
+public final class LocalDataTrack: Sendable {
+    public let name: ChannelLabel
+    public let reliability: Reliability
+    let engine: ConferenceEngine
+
+    init(name: ChannelLabel, reliability: Reliability, engine: ConferenceEngine) {
+        self.name = name
+        self.reliability = reliability
+        self.engine = engine
+    }
+
+    /// Sends one message (up to 64 KiB; Twilio recommends at most 16 KiB) to the track's current
+    /// subscribers. False if the send queue is full; throws if the track is unpublished or the
+    /// message too large.
+    @discardableResult
+    public func send(_ bytes: [UInt8]) async throws(ConduitError) -> Bool {
+        try await engine.sendTrack(name, bytes: bytes)
+    }
+
+    public func unpublish() async { await engine.unpublishTrack(name) }
+}
+
+/// A subscription to another peer's data track (Twilio `RemoteDataTrack`): its messages, in the
+/// order the track's reliability allows; the sequence ends when the track is unpublished, the
+/// subscription ends or the conference does.
+public final class RemoteDataTrack: Sendable {
+    public let name: ChannelLabel
+    public let publisher: PeerID
+    public let messages: AsyncStream<[UInt8]>
+
+    init(name: ChannelLabel, publisher: PeerID, messages: AsyncStream<[UInt8]>) {
+        self.name = name
+        self.publisher = publisher
+        self.messages = messages
     }
 }

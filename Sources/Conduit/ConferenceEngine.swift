@@ -16,6 +16,14 @@ actor ConferenceEngine: OutboundSessionEngine {
     private var overflow = Deque<(InboundDataSession, InboundDataSession.Event)>()
     private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
     private var subscribeWaiters: [SubgroupName: [CheckedContinuation<Bool, Never>]] = [:]
+    private var publishWaiters: [ChannelLabel: [CheckedContinuation<Bool, Never>]] = [:]
+    private var trackSubscribeWaiters: [TrackKey: [CheckedContinuation<Bool, Never>]] = [:]
+    private var remoteTracks: [TrackKey: (track: RemoteDataTrack, sink: AsyncStream<[UInt8]>.Continuation)] = [:]
+
+    struct TrackKey: Hashable {
+        var name: ChannelLabel
+        var publisher: PeerID
+    }
 
     let events: AsyncStream<Conference.Event>
     private let eventSink: AsyncStream<Conference.Event>.Continuation
@@ -183,6 +191,12 @@ actor ConferenceEngine: OutboundSessionEngine {
                 sendWaiters.removeAll()
                 for waiters in subscribeWaiters.values { for waiter in waiters { waiter.resume(returning: false) } }
                 subscribeWaiters.removeAll()
+                for waiters in publishWaiters.values { for waiter in waiters { waiter.resume(returning: false) } }
+                publishWaiters.removeAll()
+                for waiters in trackSubscribeWaiters.values { for waiter in waiters { waiter.resume(returning: false) } }
+                trackSubscribeWaiters.removeAll()
+                for track in remoteTracks.values { track.sink.finish() }
+                remoteTracks.removeAll()
                 wake()
             case .dataSessionIncoming(let key, let type, let from):
                 eventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type, from: from))
@@ -215,6 +229,19 @@ actor ConferenceEngine: OutboundSessionEngine {
                 for waiter in subscribeWaiters.removeValue(forKey: name) ?? [] { waiter.resume(returning: false) }
             case .extensionReceived(let id, let from, let body):
                 eventSink.yield(.extensionReceived(id: id, from: from, body: body))
+            case .trackPublished(let name, let by, let reliability):
+                if by == machine.localPeer {
+                    for waiter in publishWaiters.removeValue(forKey: name) ?? [] { waiter.resume(returning: true) }
+                } else {
+                    eventSink.yield(.dataTrackPublished(name, by: by, reliability: reliability))
+                }
+            case .trackUnpublished(let name, let by):
+                if by != machine.localPeer { eventSink.yield(.dataTrackUnpublished(name, by: by)) }
+                remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: by))?.sink.finish()
+            case .trackSubscribed(let name, let publisher):
+                for waiter in trackSubscribeWaiters.removeValue(forKey: TrackKey(name: name, publisher: publisher)) ?? [] { waiter.resume(returning: true) }
+            case .trackMessage(let name, let from, let bytes):
+                remoteTracks[TrackKey(name: name, publisher: from)]?.sink.yield(bytes)
             }
         }
     }
@@ -340,6 +367,50 @@ actor ConferenceEngine: OutboundSessionEngine {
     func sendExtension(_ id: UInt8, to peer: PeerID, body: [UInt8]) -> Bool {
         defer { wake() }
         return machine.sendExtension(id, to: peer, body: body)
+    }
+
+    // MARK: Data tracks
+
+    func publishTrack(_ name: ChannelLabel, reliability: Reliability) async -> Bool {
+        guard machine.publishTrack(name, reliability: reliability) else { return false }
+        wake()
+        return await withCheckedContinuation { publishWaiters[name, default: []].append($0) }
+    }
+
+    func unpublishTrack(_ name: ChannelLabel) {
+        machine.unpublishTrack(name)
+        wake()
+    }
+
+    func sendTrack(_ name: ChannelLabel, bytes: [UInt8]) throws(ConduitError) -> Bool {
+        switch machine.sendTrack(name, bytes: bytes, now: now()) {
+        case .queued:
+            wake()
+            return true
+        case .queueFull:
+            wake()
+            return false
+        case .failed(let error):
+            throw error
+        }
+    }
+
+    func subscribeTrack(_ name: ChannelLabel, of publisher: PeerID) async -> RemoteDataTrack? {
+        let key = TrackKey(name: name, publisher: publisher)
+        if let existing = remoteTracks[key] { return existing.track }
+        guard machine.subscribeTrack(name, of: publisher) else { return nil }
+        let (messages, sink) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(8_192))
+        let track = RemoteDataTrack(name: name, publisher: publisher, messages: messages)
+        remoteTracks[key] = (track, sink)
+        wake()
+        let confirmed = await withCheckedContinuation { trackSubscribeWaiters[key, default: []].append($0) }
+        return confirmed ? track : nil
+    }
+
+    func unsubscribeTrack(_ name: ChannelLabel, of publisher: PeerID) {
+        machine.unsubscribeTrack(name, of: publisher)
+        remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: publisher))?.sink.finish()
+        wake()
     }
 
     func leave() async {

@@ -172,7 +172,7 @@ public actor RelayServer {
 
     /// The link's queued frames, and whether the link is to be closed once they are out.
     private func take(_ id: RelayConnectionID, into batch: inout DatagramBatch) -> Bool {
-        machine.pollTransmit(id, into: &batch, maxBytes: 256 * 1024)
+        machine.pollTransmit(id, into: &batch, maxBytes: 256 * 1024, now: now())
         return links[id]?.closing ?? true
     }
 

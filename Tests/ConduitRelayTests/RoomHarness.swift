@@ -98,7 +98,7 @@ struct RoomHarness {
     mutating func deliver(to id: RelayConnectionID, evenIfStalled: Bool = false) {
         guard let name = name(of: id), evenIfStalled || !clients[name]!.stalled, !clients[name]!.closed else { return }
         var batch = DatagramBatch()
-        relay.pollTransmit(id, into: &batch, maxBytes: .max)
+        relay.pollTransmit(id, into: &batch, maxBytes: .max, now: now)
         clients[name]!.machine.handle(batch: batch, now: now)
         drainEvents(name)
     }

@@ -34,6 +34,11 @@ public enum LinkChannelMap {
             // conference's sessions keep their own channels and reliability on lossy links.
             guard frame.count > RelayEnvelope.size else { return (callChannel, .reliableOrdered) }
             return classify(UnsafeRawBufferPointer(rebasing: frame[RelayEnvelope.size...]))
+        case RelayFrameKind.track.rawValue:
+            // A data track: its own channel, with the track's reliability. A lifetime is the one
+            // the frame has left, so every leg gives up when the message's time is over.
+            guard let header = try? TrackFrameHeader.parse(frame) else { return (callChannel, .reliableOrdered) }
+            return (0xFFFF_0000 | UInt32(header.trackID), header.reliability)
         default:
             return (callChannel, .reliableOrdered)
         }

@@ -13,6 +13,8 @@ extension ConferenceMachine {
             }
         case .relayed?:
             handleRelayed(datagram, now: now)
+        case .track?:
+            handleTrackFrame(datagram, now: now)
         case .routed?, nil:
             statistics.malformedDatagrams += 1
         }
@@ -62,7 +64,9 @@ extension ConferenceMachine {
                 return
             }
             events.append(.extensionReceived(id: id, from: sender.peer, body: body))
-        case .join, .snapshotRequest, .subscribe, .unsubscribe, .leave, .ping:
+        case .trackPublished, .trackUnpublished, .trackSubscribed:
+            handleTrackControl(frame)
+        case .join, .snapshotRequest, .subscribe, .unsubscribe, .leave, .ping, .publishTrack, .unpublishTrack, .subscribeTrack, .unsubscribeTrack:
             statistics.malformedDatagrams += 1
         }
     }

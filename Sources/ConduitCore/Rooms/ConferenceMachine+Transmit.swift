@@ -12,6 +12,7 @@ extension ConferenceMachine {
             batch.append(frame)
             controlOut.removeFirst()
         }
+        if isConnected, !trackQueue.isEmpty { pollTrackFrames(now: now, into: &batch, maxBytes: maxBytes) }
         guard isConnected, !outboundOrder.isEmpty else { return batch.count - before }
         var progressed = true
         while progressed, batch.byteCount < maxBytes {
@@ -66,6 +67,7 @@ extension ConferenceMachine {
         var deadline: ConduitInstant? = isEnded ? nil : lastTransmit + configuration.pingInterval
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
         for reassembler in reassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
+        for reassembler in trackReassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
         for session in outbound.values where session.state.isOpen && !session.state.delayMonitor.isTooLong {
             guard let head = session.state.queue.first else { continue }
             consider(head.enqueuedAt + session.state.delayMonitor.onThreshold)
@@ -84,6 +86,7 @@ extension ConferenceMachine {
 
     public mutating func handleTimeout(now: ConduitInstant) {
         for member in reassemblers.keys.sorted() { _ = reassemblers[member]!.expire(now: now) }
+        for track in trackReassemblers.keys.sorted() { _ = trackReassemblers[track]!.expire(now: now) }
         for key in outboundOrder where outbound[key]!.state.isOpen { updateDelay(key, now: now) }
         if !isEnded, now - lastTransmit >= configuration.pingInterval, controlOut.isEmpty {
             controlOut.append(RoomControlFrame.ping.encoded)

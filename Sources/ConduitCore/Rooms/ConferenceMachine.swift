@@ -42,6 +42,13 @@ public struct ConferenceMachine: Sendable {
     var locallyUnsupported: Set<SessionKey> = []
     var reassemblers: [UInt16: Reassembler] = [:]
 
+    var localTracks: [ChannelLabel: LocalTrack] = [:]
+    var announcedTracks: [UInt16: TrackInfo] = [:]
+    var subscribedTracks: Set<UInt16> = []
+    var trackReassemblers: [UInt16: Reassembler] = [:]
+    var trackQueue = Deque<QueuedTrackFrame>()
+    var trackQueuedBytes = 0
+
     var controlOut = Deque<[UInt8]>()
     var events = Deque<ConferenceEvent>()
     var lastTransmit: ConduitInstant
@@ -135,6 +142,9 @@ public struct ConferenceMachine: Sendable {
         }
         inbound.removeAll()
         reassemblers.removeAll()
+        trackReassemblers.removeAll()
+        trackQueue.removeAll()
+        trackQueuedBytes = 0
         events.append(.disconnected(reason, text))
     }
 
@@ -177,6 +187,8 @@ public struct ConferenceStatistics: Sendable, Hashable {
     public var droppedOutOfState = 0
     /// Peer-list updates whose version skipped ahead (a snapshot was asked for).
     public var peerListGaps = 0
+    /// Track frames whose lifetime ran out before they left this side.
+    public var trackFramesExpired = 0
     public var messagesDelivered = 0
     public var fragmentsDelivered = 0
     public var messagesSent = 0
@@ -202,6 +214,11 @@ public enum ConferenceEvent: Sendable, Hashable {
     case tooLongQueuedData(SessionKey, enabled: Bool)
     case sendQueueHasRoom(SessionKey)
     case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
+    /// A track was published (by this side: the relay confirmed it) or unpublished.
+    case trackPublished(ChannelLabel, by: PeerID, Reliability)
+    case trackUnpublished(ChannelLabel, by: PeerID)
+    case trackSubscribed(ChannelLabel, of: PeerID)
+    case trackMessage(ChannelLabel, from: PeerID, [UInt8])
     case disconnected(RelayDisconnectReason, String)
 }
 

@@ -122,6 +122,9 @@ public struct RelayStatistics: Sendable, Hashable {
     public var leaves = 0
     public var peerListUpdatesSent = 0
     public var extensionsRelayed = 0
+    /// Track frames whose remaining lifetime ran out while the relay held them.
+    public var expiredInRelay = 0
+    public var tracksPublished = 0
     public init() {}
 
     public func refusals(_ kind: RelayRefusal) -> Int { refusals[kind, default: 0] }

@@ -1,14 +1,16 @@
 /// The relay's frame kinds, on top of wire v1 (`FrameKind` 0 = data, 1 = control).
 ///
 /// A 1:1 call never sees these (its parser refuses kinds above 1); they appear only on a link
-/// between a conference client and a relay. Kinds 5...15 stay free.
+/// between a conference client and a relay. Kinds 6...15 stay free.
 public enum RelayFrameKind: UInt8, Sendable, Hashable {
     /// Client → relay: a v1 data or control frame and where it should go.
     case routed = 2
     /// Relay → client: a v1 data or control frame and who sent it (stamped by the relay).
     case relayed = 3
-    /// Either way: room control (join, peer list, subgroups, leave, extensions).
+    /// Either way: room control (join, peer list, subgroups, tracks, leave, extensions).
     case room = 4
+    /// Either way: a fragment of a data-track message (``TrackFrameHeader``).
+    case track = 5
 
     /// The relay kind of a datagram, or nil if it is a plain v1 frame (or not one of ours).
     @inlinable
@@ -68,7 +70,7 @@ public struct RelayEnvelope: Hashable, Sendable {
         guard datagram.count >= size + 1 else { throw .truncated(needed: size + 1, got: datagram.count) }
         let first = datagram.readU8(0)
         guard first >> 4 == WireVersion.current else { throw .unsupportedVersion(first >> 4) }
-        guard let kind = RelayFrameKind(rawValue: first & 0x0F), kind != .room else {
+        guard let kind = RelayFrameKind(rawValue: first & 0x0F), kind == .routed || kind == .relayed else {
             throw .unknownFrameKind(first & 0x0F)
         }
         guard datagram.readU8(1) == 0 else { throw .reservedBitsSet }

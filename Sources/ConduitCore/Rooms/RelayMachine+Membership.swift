@@ -42,7 +42,10 @@ extension RelayMachine {
             }
             statistics.extensionsRelayed += 1
             sendControl(rooms[roomID]!.members[to]!.connection, RoomControlFrame.extension(id: ext, member: member, body: body).encoded)
-        case .joined, .refused, .peers, .subscribed, .unsubscribed, .subscribeRefused, .disconnect:
+        case .publishTrack, .unpublishTrack, .subscribeTrack, .unsubscribeTrack:
+            handleTrackControl(frame, member: member, room: roomID, now: now)
+        case .joined, .refused, .peers, .subscribed, .unsubscribed, .subscribeRefused, .disconnect,
+             .trackPublished, .trackUnpublished, .trackSubscribed:
             // Frames only the relay sends.
             refuseFrame(.malformed)
         }
@@ -79,6 +82,7 @@ extension RelayMachine {
         statistics.joins += 1
         sendControl(id, RoomControlFrame.joined(member: member).encoded)
         sendSnapshot(to: member, in: request.room)
+        announceTracks(to: member, in: request.room)
         noteChange(in: request.room, joined: member, now: now)
     }
 
@@ -101,6 +105,7 @@ extension RelayMachine {
     /// it left with the next update, and an empty room is forgotten.
     mutating func removeMember(_ member: UInt16, from roomID: RoomID, now: ConduitInstant) {
         guard let state = rooms[roomID]?.members[member] else { return }
+        removeTracks(of: member, in: roomID)
         for subgroupID in state.subscriptions.sorted() {
             closeSessions(of: member, in: subgroupID, room: roomID)
             rooms[roomID]!.subgroups[subgroupID]?.subscribers.remove(member)

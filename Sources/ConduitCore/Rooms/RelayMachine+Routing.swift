@@ -120,7 +120,7 @@ extension RelayMachine {
     /// Queues `frame` for one receiver under its caps: unreliable frames past the unreliable cap
     /// are dropped and counted; a reliable frame past the hard cap marks the receiver slow (it is
     /// disconnected after this fan-out, so the loop over the room stays undisturbed).
-    mutating func deliver(_ frame: [UInt8], reliable: Bool, key: UInt32, to receiver: Member, slow: inout [RelayConnectionID]) {
+    mutating func deliver(_ frame: [UInt8], reliable: Bool, key: UInt32, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant = .zero) {
         guard receiver.grant.canSubscribe else { return }
         if receiver.unsupported.contains(key) {
             statistics.droppedUnsupported += 1
@@ -138,6 +138,7 @@ extension RelayMachine {
             return
         }
         connections[id]!.outbox.append(frame)
+        connections[id]!.queuedAt.append(now)
         connections[id]!.outboxBytes += frame.count
         statistics.framesRelayed += 1
         statistics.bytesRelayed += frame.count

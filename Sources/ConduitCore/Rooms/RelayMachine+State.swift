@@ -12,6 +12,8 @@ extension RelayMachine {
         var phase: Phase = .awaitingJoin
         /// Frames for this receiver, oldest first; shared arrays, so fan-out costs no copies.
         var outbox = Deque<[UInt8]>()
+        /// When each frame in `outbox` was queued (a track frame's lifetime counts the wait).
+        var queuedAt = Deque<ConduitInstant>()
         var outboxBytes = 0
         /// A `.transmit` action is outstanding (one per non-empty outbox, not one per frame).
         var transmitSignalled = false
@@ -40,8 +42,15 @@ extension RelayMachine {
         var subscribers: Set<UInt16> = []
     }
 
+    struct Track: Sendable {
+        let info: TrackInfo
+        var subscribers: Set<UInt16> = []
+    }
+
     struct Room: Sendable {
         var members: [UInt16: Member] = [:]
+        var tracks: [UInt16: Track] = [:]
+        var nextTrackID: UInt16 = 1
         var subgroups: [UInt16: Subgroup] = [:]
         var subgroupIDs: [SubgroupName: UInt16] = [:]
         var nextSubgroupID: UInt16 = 1
@@ -58,6 +67,12 @@ extension RelayMachine {
             while members[nextMember] != nil || nextMember == 0 { nextMember &+= 1 }
             defer { nextMember &+= 1 }
             return nextMember
+        }
+
+        mutating func allocateTrackID() -> UInt16 {
+            while tracks[nextTrackID] != nil || nextTrackID == 0 { nextTrackID &+= 1 }
+            defer { nextTrackID &+= 1 }
+            return nextTrackID
         }
 
         mutating func allocateSubgroupID() -> UInt16 {

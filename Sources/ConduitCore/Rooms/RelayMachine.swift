@@ -48,15 +48,29 @@ public struct RelayMachine: Sendable {
         }
     }
 
-    /// Frames waiting to be written to `id`, in order, up to `maxBytes` (at least one).
+    /// Frames waiting to be written to `id`, in order, up to `maxBytes` (at least one). With
+    /// `now`, a data-track frame's remaining lifetime is reduced by the time the relay held it,
+    /// and a frame whose lifetime ran out here is dropped (``RelayStatistics/expiredInRelay``).
     @discardableResult
-    public mutating func pollTransmit(_ id: RelayConnectionID, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024) -> Int {
+    public mutating func pollTransmit(_ id: RelayConnectionID, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024, now: ConduitInstant? = nil) -> Int {
         guard connections[id] != nil else { return 0 }
         var count = 0
         while let frame = connections[id]!.outbox.first, batch.isEmpty || batch.byteCount + frame.count <= maxBytes {
-            batch.append(frame)
+            let queuedAt = connections[id]!.queuedAt.removeFirst()
             connections[id]!.outbox.removeFirst()
             connections[id]!.outboxBytes -= frame.count
+            if let now, let lifetime = TrackFrameHeader.remainingLifetime(frame) {
+                let held = (now - queuedAt).nanosecondsClamped / 1_000_000
+                guard held < Int64(lifetime) else {
+                    statistics.expiredInRelay += 1
+                    continue
+                }
+                var patched = frame
+                TrackFrameHeader.setRemainingLifetime(&patched, milliseconds: lifetime - UInt32(held))
+                batch.append(patched)
+            } else {
+                batch.append(frame)
+            }
             count += 1
         }
         if connections[id]!.outbox.isEmpty { connections[id]!.transmitSignalled = false }
@@ -92,6 +106,8 @@ public struct RelayMachine: Sendable {
         case .relayed?:
             // Only the relay stamps senders. A client sending this is claiming to be someone.
             refuseFrame(.forgedSender)
+        case .track?:
+            handleTrack(id, datagram: datagram, now: now)
         case .room?:
             do { handleRoomControl(id, try RoomControlFrame.parse(datagram), now: now) } catch {
                 refuseFrame(.malformed)
@@ -125,6 +141,7 @@ public struct RelayMachine: Sendable {
     mutating func sendControl(_ id: RelayConnectionID, _ frame: [UInt8]) {
         guard connections[id] != nil else { return }
         connections[id]!.outbox.append(frame)
+        connections[id]!.queuedAt.append(.zero)
         connections[id]!.outboxBytes += frame.count
         signal(id)
     }
@@ -142,6 +159,7 @@ public struct RelayMachine: Sendable {
         if case .authorizing = connections[id]!.phase { pendingConnections -= 1 }
         connections[id]!.phase = .closing
         connections[id]!.outbox.removeAll()
+        connections[id]!.queuedAt.removeAll()
         connections[id]!.outboxBytes = 0
         sendControl(id, frame)
         actions.append(.close(id))

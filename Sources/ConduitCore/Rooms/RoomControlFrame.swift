@@ -28,6 +28,13 @@
 /// disconnect     (r→c)  reason(1), text                            then the relay closes the link
 /// extension      (both) extension(1), member(2: to upstream, from downstream), body(rest)
 /// ping           (c→r)  (empty)                      keeps an idle member from being timed out
+/// publishTrack   (c→r)  name, reliability(5: flags as in a track frame, limit(4))
+/// trackPublished (r→c)  track ID(2), publisher member(2), name, reliability(5)   to every member
+/// unpublishTrack (c→r)  track ID(2)
+/// trackUnpublished(r→c) track ID(2)
+/// subscribeTrack (c→r)  track ID(2)          data sent from now on is forwarded to this member
+/// trackSubscribed(r→c)  track ID(2)
+/// unsubscribeTrack(c→r) track ID(2)
 /// ```
 ///
 /// `extension` is the relay's opening for peer-to-peer signalling it does not interpret (the
@@ -48,6 +55,13 @@ public enum RoomControlFrame: Hashable, Sendable {
     case disconnect(RelayDisconnectReason, String)
     case `extension`(id: UInt8, member: UInt16, body: [UInt8])
     case ping
+    case publishTrack(ChannelLabel, Reliability)
+    case trackPublished(TrackInfo)
+    case unpublishTrack(UInt16)
+    case trackUnpublished(UInt16)
+    case subscribeTrack(UInt16)
+    case trackSubscribed(UInt16)
+    case unsubscribeTrack(UInt16)
 
     public static let headerSize = 4
     /// Tokens longer than this are refused as malformed before anything else looks at them.
@@ -59,7 +73,8 @@ public enum RoomControlFrame: Hashable, Sendable {
 
     enum FrameType: UInt8 {
         case join = 1, joined, refused, peers, snapshotRequest, subscribe, subscribed, unsubscribe,
-             unsubscribed, subscribeRefused, leave, disconnect, `extension`, ping
+             unsubscribed, subscribeRefused, leave, disconnect, `extension`, ping,
+             publishTrack, trackPublished, unpublishTrack, trackUnpublished, subscribeTrack, trackSubscribed, unsubscribeTrack
     }
 
     public var encoded: [UInt8] {
@@ -126,6 +141,31 @@ public enum RoomControlFrame: Hashable, Sendable {
             body.append(contentsOf: payload)
         case .ping:
             type = .ping
+        case .publishTrack(let name, let reliability):
+            type = .publishTrack
+            body.appendString8(name.rawValue)
+            body.appendReliability(reliability)
+        case .trackPublished(let info):
+            type = .trackPublished
+            body.appendU16(info.trackID)
+            body.appendU16(info.publisher)
+            body.appendString8(info.name.rawValue)
+            body.appendReliability(info.reliability)
+        case .unpublishTrack(let id):
+            type = .unpublishTrack
+            body.appendU16(id)
+        case .trackUnpublished(let id):
+            type = .trackUnpublished
+            body.appendU16(id)
+        case .subscribeTrack(let id):
+            type = .subscribeTrack
+            body.appendU16(id)
+        case .trackSubscribed(let id):
+            type = .trackSubscribed
+            body.appendU16(id)
+        case .unsubscribeTrack(let id):
+            type = .unsubscribeTrack
+            body.appendU16(id)
         }
         var out: [UInt8] = [WireVersion.current << 4 | RelayFrameKind.room.rawValue, type.rawValue]
         out.reserveCapacity(Self.headerSize + body.count)
@@ -220,6 +260,23 @@ public enum RoomControlFrame: Hashable, Sendable {
             frame = .extension(id: id, member: member, body: try body.raw(rest, "extension body"))
         case .ping:
             frame = .ping
+        case .publishTrack:
+            frame = .publishTrack(try body.identifier(ChannelLabel.self), try body.reliability())
+        case .trackPublished:
+            let id = try body.u16("track ID")
+            let publisher = try body.u16("publisher")
+            let name = try body.identifier(ChannelLabel.self)
+            frame = .trackPublished(TrackInfo(trackID: id, publisher: publisher, name: name, reliability: try body.reliability()))
+        case .unpublishTrack:
+            frame = .unpublishTrack(try body.u16("track ID"))
+        case .trackUnpublished:
+            frame = .trackUnpublished(try body.u16("track ID"))
+        case .subscribeTrack:
+            frame = .subscribeTrack(try body.u16("track ID"))
+        case .trackSubscribed:
+            frame = .trackSubscribed(try body.u16("track ID"))
+        case .unsubscribeTrack:
+            frame = .unsubscribeTrack(try body.u16("track ID"))
         }
         try body.finish("\(type)")
         return frame

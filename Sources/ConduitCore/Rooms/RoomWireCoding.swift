@@ -47,6 +47,21 @@ struct RoomBodyReader {
         return id
     }
 
+    /// Reliability as a track frame spells it: flags (ordered, limit kind) and a 32-bit limit.
+    mutating func reliability() throws(WireError) -> Reliability {
+        let flags = try u8("reliability flags")
+        let value = try u32("reliability limit")
+        guard flags & 0x1F == 0 else { throw .reservedBitsSet }
+        switch flags >> 5 & 3 {
+        case 0: return Reliability(ordered: flags & 0x80 != 0, limit: .none)
+        case 1:
+            guard value <= UInt32(UInt16.max) else { throw .malformedControlBody("maxRetransmits \(value) exceeds 65535") }
+            return Reliability(ordered: flags & 0x80 != 0, limit: .maxRetransmits(UInt16(value)))
+        case 2: return Reliability(ordered: flags & 0x80 != 0, limit: .maxPacketLifeTime(milliseconds: value))
+        default: throw .reservedBitsSet
+        }
+    }
+
     func finish(_ what: String) throws(WireError) {
         guard isAtEnd else { throw .malformedControlBody("\(bytes.count - offset) unexpected bytes after \(what)") }
     }
@@ -60,6 +75,12 @@ extension Array where Element == UInt8 {
 
     mutating func appendU32(_ value: UInt32) {
         for shift in stride(from: 24, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+
+    mutating func appendReliability(_ reliability: Reliability) {
+        let header = TrackFrameHeader(trackID: 0, reliability: reliability).bytes
+        append(header[1])
+        append(contentsOf: header[4..<8])
     }
 
     /// A string with a one-byte length; callers pass validated identifiers (at most 255 bytes).
