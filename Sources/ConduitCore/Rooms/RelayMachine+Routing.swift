@@ -127,22 +127,47 @@ extension RelayMachine {
             return
         }
         let id = receiver.connection
-        let queued = connections[id]!.outboxBytes
-        if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
+        // One dictionary access for the whole enqueue: this runs once per receiver per frame.
+        let outcome = connections[id]!.enqueue(frame, reliable: reliable, now: now, configuration: configuration)
+        switch outcome {
+        case .queued(let signal):
+            statistics.framesRelayed += 1
+            statistics.bytesRelayed += frame.count
+            if signal { actions.append(.transmit(id)) }
+        case .droppedUnreliable:
             statistics.unreliableDropped += 1
-            connections[id]!.unreliableDropped += 1
-            return
-        }
-        if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver {
+        case .slow:
             if !slow.contains(id) { slow.append(id) }
-            return
         }
-        connections[id]!.outbox.append(frame)
-        connections[id]!.queuedAt.append(now)
-        connections[id]!.outboxBytes += frame.count
-        statistics.framesRelayed += 1
-        statistics.bytesRelayed += frame.count
-        signal(id)
+    }
+
+}
+
+extension RelayMachine.Connection {
+    /// (A mutating method called through `connections[id]!` mutates in place; passing
+    /// `&connections[id]!` as an inout argument would copy the queues out and back.)
+    mutating func enqueue(_ frame: [UInt8], reliable: Bool, now: ConduitInstant, configuration: RelayConfiguration) -> RelayMachine.EnqueueOutcome {
+        let queued = outboxBytes
+        if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
+            unreliableDropped += 1
+            return .droppedUnreliable
+        }
+        if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
+        outbox.append(frame)
+        queuedAt.append(now)
+        outboxBytes += frame.count
+        let signal = !transmitSignalled
+        transmitSignalled = true
+        return .queued(signal: signal)
+    }
+}
+
+extension RelayMachine {
+    enum EnqueueOutcome {
+        /// Queued; `signal` if the driver must now be told to write this connection.
+        case queued(signal: Bool)
+        case droppedUnreliable
+        case slow
     }
 
     /// Unreliable frames dropped for one receiver.
