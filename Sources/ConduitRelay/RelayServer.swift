@@ -33,6 +33,9 @@ public actor RelayServer {
         let link: any TransportLink
         let wake: AsyncStream<Void>.Continuation
         var closing = false
+        /// The link's reader and writer; forgotten with the link, so the table stays as large as
+        /// the set of open links.
+        var tasks: [Task<Void, Never>] = []
     }
 
     /// - Parameters:
@@ -89,6 +92,7 @@ public actor RelayServer {
         for (id, state) in links {
             state.wake.finish()
             await state.link.close()
+            for task in state.tasks { task.cancel() }
             machine.connectionClosed(id, now: now())
         }
         links.removeAll()
@@ -119,13 +123,10 @@ public actor RelayServer {
         }
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         links[id] = LinkState(link: link, wake: wake)
-        tasks.append(Task { await self.readLoop(id, link) })
-        tasks.append(Task { await self.writeLoop(id, link, wakeups) })
-        pruneTasks()
-    }
-
-    private func pruneTasks() {
-        if tasks.count > 64 { tasks.removeAll { $0.isCancelled } }
+        links[id]!.tasks = [
+            Task { await self.readLoop(id, link) },
+            Task { await self.writeLoop(id, link, wakeups) },
+        ]
     }
 
     private func readLoop(_ id: RelayConnectionID, _ link: any TransportLink) async {
