@@ -82,9 +82,14 @@ let package = Package(
             dependencies: ["CSRTP", "ConduitCore"],
             swiftSettings: strictSettings
         ),
+        // The system zlib, for labeled channels declared with `compress` (Sora style).
+        .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "Conduit",
-            dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
+            dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability", "CZlib"],
             swiftSettings: strictSettings
         ),
         // The relay for group rooms: tokens (HMAC-SHA256), the server that hosts the core's

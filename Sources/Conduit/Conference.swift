@@ -31,6 +31,9 @@ public final class Conference: Sendable {
         /// Another peer published a data track (or had published it when this side joined).
         case dataTrackPublished(ChannelLabel, by: PeerID, reliability: Reliability)
         case dataTrackUnpublished(ChannelLabel, by: PeerID)
+        /// The relay confirmed the labeled channels declared when joining: their IDs, options and
+        /// (``ChannelInfo/headerLength``) the length of the sender header receivers get.
+        case channelsReady([ChannelInfo])
         /// This side left, was refused, was let go as a slow receiver, or the link closed.
         case disconnected(RelayDisconnectReason, String)
     }
@@ -113,6 +116,33 @@ public final class Conference: Sendable {
         await engine.unsubscribeTrack(name, of: publisher)
     }
 
+    // MARK: Labeled channels (Sora style)
+
+    /// A message on a labeled channel: `data` is the sender header (``headerLength`` bytes: the
+    /// sender's member number, the connection ID the relay stamped) followed by the message, as
+    /// Sora's `onDataChannelMessage` hands it over.
+    public struct ChannelMessage: Sendable, Hashable {
+        public var label: ChannelLabel
+        public var sender: PeerID
+        public var data: [UInt8]
+        public var headerLength: Int
+        public var header: ArraySlice<UInt8> { data.prefix(headerLength) }
+        public var message: ArraySlice<UInt8> { data.dropFirst(headerLength) }
+    }
+
+    /// Messages on every labeled channel this side receives on, in arrival order.
+    public var channelMessages: AsyncStream<ChannelMessage> { engine.channelMessages }
+
+    /// The channels the relay confirmed (empty until `.channelsReady`).
+    public var channels: [ChannelLabel: ChannelInfo] { get async { await engine.channels } }
+
+    /// Sends on a labeled channel declared with `sendrecv` or `sendonly` (compressed with zlib
+    /// if declared with `compress`). False if the queue is full.
+    @discardableResult
+    public func sendChannelMessage(_ label: ChannelLabel, _ bytes: [UInt8]) async throws(ConduitError) -> Bool {
+        try await engine.sendChannel(label, bytes: bytes)
+    }
+
     /// Leaves the room (`leaveConference`): sessions close with `sessionEnd`, events end with
     /// `.disconnected(.left, ...)`, and the peers hear that this side left.
     public func leave() async { await engine.leave() }
@@ -123,9 +153,10 @@ public final class Conference: Sendable {
 
 extension ConduitRuntime {
     /// Joins `room` on the relay at `relay` as `peer`, with a token the app's server minted.
+    /// `channels` are Sora-style labeled channels to declare (see `.channelsReady`).
     /// Returns once the relay accepted the join; throws `connectionFailed` with the refusal
     /// (`tokenExpired`, `wrongRoom`, ...) if it did not, or `timedOut`.
-    public func join(relay url: String, room: RoomID, as peer: PeerID, token: String) async throws(ConduitError) -> Conference {
+    public func join(relay url: String, room: RoomID, as peer: PeerID, token: String, channels: [ChannelDeclaration] = []) async throws(ConduitError) -> Conference {
         try configuration.validate()
         let (transport, resolved) = try registry.resolve(url)
         let reliability = try ReliableLink.Configuration(url: resolved)
@@ -133,7 +164,7 @@ extension ConduitRuntime {
             try await transport.connect(to: resolved.withoutReliableLinkOptions)
         }
         let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
-        let engine = ConferenceEngine(room: room, peer: peer, token: token, link: link, configuration: configuration)
+        let engine = ConferenceEngine(room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels)
         _ = try await engine.establish(timeout: configuration.connectTimeout)
         return Conference(engine: engine, room: room, localPeer: peer)
     }

@@ -37,13 +37,19 @@ actor ConferenceEngine: OutboundSessionEngine {
     private var timer: (task: Task<Void, Never>, deadline: ConduitInstant)?
     private var tasks: [Task<Void, Never>] = []
 
-    init(room: RoomID, peer: PeerID, token: String, link: any TransportLink, configuration: ConduitConfiguration) {
+    let channelMessages: AsyncStream<Conference.ChannelMessage>
+    private let channelSink: AsyncStream<Conference.ChannelMessage>.Continuation
+    /// Compressed channel messages that did not inflate (corrupt, or larger than the limit).
+    private(set) var channelMessagesRefused = 0
+
+    init(room: RoomID, peer: PeerID, token: String, link: any TransportLink, configuration: ConduitConfiguration, channels: [ChannelDeclaration] = []) {
         self.link = link
         self.configuration = configuration
         self.origin = clock.now
         // Every frame to the relay carries a 4-byte envelope: fragments leave room for it.
         let session = configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize - RelayEnvelope.size)
-        self.machine = ConferenceMachine(room: room, localPeer: peer, token: Array(token.utf8), configuration: .init(session: session), now: .zero)
+        self.machine = ConferenceMachine(room: room, localPeer: peer, token: Array(token.utf8), configuration: .init(session: session, channels: channels), now: .zero)
+        (channelMessages, channelSink) = AsyncStream.makeStream(of: Conference.ChannelMessage.self, bufferingPolicy: .bufferingOldest(8_192))
         (events, eventSink) = AsyncStream.makeStream(of: Conference.Event.self, bufferingPolicy: .bufferingNewest(1024))
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -197,6 +203,7 @@ actor ConferenceEngine: OutboundSessionEngine {
                 trackSubscribeWaiters.removeAll()
                 for track in remoteTracks.values { track.sink.finish() }
                 remoteTracks.removeAll()
+                channelSink.finish()
                 wake()
             case .dataSessionIncoming(let key, let type, let from):
                 eventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type, from: from))
@@ -242,6 +249,18 @@ actor ConferenceEngine: OutboundSessionEngine {
                 for waiter in trackSubscribeWaiters.removeValue(forKey: TrackKey(name: name, publisher: publisher)) ?? [] { waiter.resume(returning: true) }
             case .trackMessage(let name, let from, let bytes):
                 remoteTracks[TrackKey(name: name, publisher: from)]?.sink.yield(bytes)
+            case .channelsReady(let infos):
+                eventSink.yield(.channelsReady(infos))
+            case .channelMessage(let label, let from, let header, let bytes, let compressed):
+                var body = bytes
+                if compressed {
+                    guard let inflated = Zlib.decompress(bytes, limit: ChannelFrameHeader.maxMessageBytes) else {
+                        channelMessagesRefused += 1
+                        continue
+                    }
+                    body = inflated
+                }
+                channelSink.yield(Conference.ChannelMessage(label: label, sender: from, data: header + body, headerLength: header.count))
             }
         }
     }
@@ -412,6 +431,24 @@ actor ConferenceEngine: OutboundSessionEngine {
         remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: publisher))?.sink.finish()
         wake()
     }
+
+    // MARK: Labeled channels
+
+    func sendChannel(_ label: ChannelLabel, bytes: [UInt8]) throws(ConduitError) -> Bool {
+        let compress = machine.channels[label]?.declaration.compress ?? false
+        switch machine.sendChannel(label, bytes: compress ? Zlib.compress(bytes) : bytes, compressed: compress, now: now()) {
+        case .queued:
+            wake()
+            return true
+        case .queueFull:
+            wake()
+            return false
+        case .failed(let error):
+            throw error
+        }
+    }
+
+    var channels: [ChannelLabel: ChannelInfo] { machine.channels }
 
     func leave() async {
         machine.leave()

@@ -37,7 +37,7 @@ struct RoomHarness {
     }
 
     /// Opens a link for `name` and sends its join; pumps until quiet.
-    mutating func join(_ name: String, room: RoomID = "room", token: String? = nil, session: CallConfiguration = .init(rateLimit: .unlimited)) {
+    mutating func join(_ name: String, room: RoomID = "room", token: String? = nil, session: CallConfiguration = .init(rateLimit: .unlimited), channels: [ChannelDeclaration] = []) {
         let peer = PeerID(stringLiteral: name)
         let id = RelayConnectionID(nextConnection)
         nextConnection += 1
@@ -45,7 +45,7 @@ struct RoomHarness {
         let text = token ?? Self.token(room: room, peer: peer)
         clients[name] = Client(
             connection: id,
-            machine: ConferenceMachine(room: room, localPeer: peer, token: Array(text.utf8), configuration: .init(session: session, pingInterval: .seconds(1)), now: now)
+            machine: ConferenceMachine(room: room, localPeer: peer, token: Array(text.utf8), configuration: .init(session: session, pingInterval: .seconds(1), channels: channels), now: now)
         )
         pump()
     }

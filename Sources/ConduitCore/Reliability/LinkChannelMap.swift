@@ -39,6 +39,9 @@ public enum LinkChannelMap {
             // the frame has left, so every leg gives up when the message's time is over.
             guard let header = try? TrackFrameHeader.parse(frame) else { return (callChannel, .reliableOrdered) }
             return (0xFFFF_0000 | UInt32(header.trackID), header.reliability)
+        case RelayFrameKind.channel.rawValue:
+            guard let header = try? ChannelFrameHeader.parse(frame) else { return (callChannel, .reliableOrdered) }
+            return (0xFFFE_0000 | UInt32(header.channelID), header.reliability)
         default:
             return (callChannel, .reliableOrdered)
         }

@@ -15,6 +15,8 @@ extension ConferenceMachine {
             handleRelayed(datagram, now: now)
         case .track?:
             handleTrackFrame(datagram, now: now)
+        case .channel?:
+            handleChannelFrame(datagram, now: now)
         case .routed?, nil:
             statistics.malformedDatagrams += 1
         }
@@ -39,6 +41,9 @@ extension ConferenceMachine {
         case .joined(let member):
             guard joinedMember == nil else { return }
             joinedMember = member
+            declareChannelsAfterJoining()
+        case .channels(let infos):
+            handleChannelsAnswer(infos)
         case .refused(let refusal, let text):
             controlOut.removeAll()
             end(.refused, "\(refusal): \(text)")
@@ -66,7 +71,7 @@ extension ConferenceMachine {
             events.append(.extensionReceived(id: id, from: sender.peer, body: body))
         case .trackPublished, .trackUnpublished, .trackSubscribed:
             handleTrackControl(frame)
-        case .join, .snapshotRequest, .subscribe, .unsubscribe, .leave, .ping, .publishTrack, .unpublishTrack, .subscribeTrack, .unsubscribeTrack:
+        case .join, .snapshotRequest, .subscribe, .unsubscribe, .leave, .ping, .publishTrack, .unpublishTrack, .subscribeTrack, .unsubscribeTrack, .declareChannels:
             statistics.malformedDatagrams += 1
         }
     }
@@ -107,6 +112,7 @@ extension ConferenceMachine {
                 guard let member = members.removeValue(forKey: number) else { continue }
                 left.append(member)
                 reassemblers[number] = nil
+                channelReassemblers = channelReassemblers.filter { $0.key >> 16 != UInt32(number) }
             }
         } else if linkSequenceIsAfter(update.version, peerListVersion) {
             statistics.peerListGaps += 1

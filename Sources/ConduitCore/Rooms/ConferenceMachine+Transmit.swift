@@ -68,6 +68,7 @@ extension ConferenceMachine {
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
         for reassembler in reassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
         for reassembler in trackReassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
+        for reassembler in channelReassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
         for session in outbound.values where session.state.isOpen && !session.state.delayMonitor.isTooLong {
             guard let head = session.state.queue.first else { continue }
             consider(head.enqueuedAt + session.state.delayMonitor.onThreshold)
@@ -87,6 +88,7 @@ extension ConferenceMachine {
     public mutating func handleTimeout(now: ConduitInstant) {
         for member in reassemblers.keys.sorted() { _ = reassemblers[member]!.expire(now: now) }
         for track in trackReassemblers.keys.sorted() { _ = trackReassemblers[track]!.expire(now: now) }
+        for key in channelReassemblers.keys.sorted() { _ = channelReassemblers[key]!.expire(now: now) }
         for key in outboundOrder where outbound[key]!.state.isOpen { updateDelay(key, now: now) }
         if !isEnded, now - lastTransmit >= configuration.pingInterval, controlOut.isEmpty {
             controlOut.append(RoomControlFrame.ping.encoded)

@@ -48,6 +48,10 @@ public struct ConferenceMachine: Sendable {
     var trackReassemblers: [UInt16: Reassembler] = [:]
     var trackQueue = Deque<QueuedTrackFrame>()
     var trackQueuedBytes = 0
+    var channelInfos: [ChannelLabel: ChannelInfo] = [:]
+    var channelLabels: [UInt16: ChannelLabel] = [:]
+    var channelReassemblers: [UInt32: Reassembler] = [:]
+    var channelMessageIDs: [UInt16: UInt32] = [:]
 
     var controlOut = Deque<[UInt8]>()
     var events = Deque<ConferenceEvent>()
@@ -143,6 +147,7 @@ public struct ConferenceMachine: Sendable {
         inbound.removeAll()
         reassemblers.removeAll()
         trackReassemblers.removeAll()
+        channelReassemblers.removeAll()
         trackQueue.removeAll()
         trackQueuedBytes = 0
         events.append(.disconnected(reason, text))
@@ -166,9 +171,12 @@ public struct ConferenceConfiguration: Sendable, Hashable {
     public var pingInterval: Duration
     /// Senders whose reassembly state is kept at once (bounded by the room's size anyway).
     public var maxSenders: Int
+    /// Sora-style labeled channels to declare on joining.
+    public var channels: [ChannelDeclaration]
 
-    public init(session: CallConfiguration = .init(), pingInterval: Duration = .seconds(5), maxSenders: Int = 1_024) {
+    public init(session: CallConfiguration = .init(), pingInterval: Duration = .seconds(5), maxSenders: Int = 1_024, channels: [ChannelDeclaration] = []) {
         self.session = session
+        self.channels = channels
         self.pingInterval = pingInterval
         self.maxSenders = maxSenders
     }
@@ -219,6 +227,11 @@ public enum ConferenceEvent: Sendable, Hashable {
     case trackUnpublished(ChannelLabel, by: PeerID)
     case trackSubscribed(ChannelLabel, of: PeerID)
     case trackMessage(ChannelLabel, from: PeerID, [UInt8])
+    /// The relay confirmed the declared labeled channels (IDs, options; header lengths follow).
+    case channelsReady([ChannelInfo])
+    /// A labeled-channel message: `header` is the sender header (empty unless declared), `bytes`
+    /// the message, still zlib-compressed when `compressed`.
+    case channelMessage(ChannelLabel, from: PeerID, header: [UInt8], [UInt8], compressed: Bool)
     case disconnected(RelayDisconnectReason, String)
 }
 

@@ -1,7 +1,7 @@
 /// The relay's frame kinds, on top of wire v1 (`FrameKind` 0 = data, 1 = control).
 ///
 /// A 1:1 call never sees these (its parser refuses kinds above 1); they appear only on a link
-/// between a conference client and a relay. Kinds 6...15 stay free.
+/// between a conference client and a relay. Kinds 7...15 stay free.
 public enum RelayFrameKind: UInt8, Sendable, Hashable {
     /// Client → relay: a v1 data or control frame and where it should go.
     case routed = 2
@@ -11,6 +11,8 @@ public enum RelayFrameKind: UInt8, Sendable, Hashable {
     case room = 4
     /// Either way: a fragment of a data-track message (``TrackFrameHeader``).
     case track = 5
+    /// Either way: a fragment of a labeled-channel message (``ChannelFrameHeader``).
+    case channel = 6
 
     /// The relay kind of a datagram, or nil if it is a plain v1 frame (or not one of ours).
     @inlinable

@@ -44,8 +44,10 @@ extension RelayMachine {
             sendControl(rooms[roomID]!.members[to]!.connection, RoomControlFrame.extension(id: ext, member: member, body: body).encoded)
         case .publishTrack, .unpublishTrack, .subscribeTrack, .unsubscribeTrack:
             handleTrackControl(frame, member: member, room: roomID, now: now)
+        case .declareChannels(let declarations):
+            declareChannels(declarations, member: member, room: roomID)
         case .joined, .refused, .peers, .subscribed, .unsubscribed, .subscribeRefused, .disconnect,
-             .trackPublished, .trackUnpublished, .trackSubscribed:
+             .trackPublished, .trackUnpublished, .trackSubscribed, .channels:
             // Frames only the relay sends.
             refuseFrame(.malformed)
         }
@@ -106,6 +108,7 @@ extension RelayMachine {
     mutating func removeMember(_ member: UInt16, from roomID: RoomID, now: ConduitInstant) {
         guard let state = rooms[roomID]?.members[member] else { return }
         removeTracks(of: member, in: roomID)
+        removeChannels(of: member, in: roomID)
         for subgroupID in state.subscriptions.sorted() {
             closeSessions(of: member, in: subgroupID, room: roomID)
             rooms[roomID]!.subgroups[subgroupID]?.subscribers.remove(member)

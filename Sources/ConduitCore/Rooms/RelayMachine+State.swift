@@ -47,8 +47,17 @@ extension RelayMachine {
         var subscribers: Set<UInt16> = []
     }
 
+    struct Channel: Sendable {
+        let declaration: ChannelDeclaration
+        /// Who declared the label, and which way.
+        var directions: [UInt16: ChannelDeclaration.Direction]
+    }
+
     struct Room: Sendable {
         var members: [UInt16: Member] = [:]
+        var channels: [UInt16: Channel] = [:]
+        var channelIDs: [ChannelLabel: UInt16] = [:]
+        var nextChannelID: UInt16 = 1
         var tracks: [UInt16: Track] = [:]
         var nextTrackID: UInt16 = 1
         var subgroups: [UInt16: Subgroup] = [:]
@@ -67,6 +76,12 @@ extension RelayMachine {
             while members[nextMember] != nil || nextMember == 0 { nextMember &+= 1 }
             defer { nextMember &+= 1 }
             return nextMember
+        }
+
+        mutating func allocateChannelID() -> UInt16 {
+            while channels[nextChannelID] != nil || nextChannelID == 0 { nextChannelID &+= 1 }
+            defer { nextChannelID &+= 1 }
+            return nextChannelID
         }
 
         mutating func allocateTrackID() -> UInt16 {

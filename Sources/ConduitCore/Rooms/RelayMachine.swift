@@ -108,6 +108,8 @@ public struct RelayMachine: Sendable {
             refuseFrame(.forgedSender)
         case .track?:
             handleTrack(id, datagram: datagram, now: now)
+        case .channel?:
+            handleChannel(id, datagram: datagram, now: now)
         case .room?:
             do { handleRoomControl(id, try RoomControlFrame.parse(datagram), now: now) } catch {
                 refuseFrame(.malformed)

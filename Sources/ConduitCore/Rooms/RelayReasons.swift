@@ -33,6 +33,8 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
     case alreadyJoined = 17
     /// Too many subgroups or sessions for one member or room.
     case overLimit = 18
+    /// A labeled channel declared with options other than those the label already has.
+    case channelMismatch = 19
 
     public var description: String {
         switch self {
@@ -54,6 +56,7 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
         case .malformed: "malformed"
         case .alreadyJoined: "alreadyJoined"
         case .overLimit: "overLimit"
+        case .channelMismatch: "channelMismatch"
         }
     }
 }

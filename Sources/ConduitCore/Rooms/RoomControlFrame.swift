@@ -35,6 +35,10 @@
 /// subscribeTrack (c→r)  track ID(2)          data sent from now on is forwarded to this member
 /// trackSubscribed(r→c)  track ID(2)
 /// unsubscribeTrack(c→r) track ID(2)
+/// declareChannels(c→r)  count(1) × declaration                   right after `joined`
+/// channels       (r→c)  count(1) × [channel ID(2), declaration]  the answer, with the IDs
+///   declaration: label, direction(1), reliability(5), protocol, flags(1: bit 0 compress,
+///                bit 1 sender header)
 /// ```
 ///
 /// `extension` is the relay's opening for peer-to-peer signalling it does not interpret (the
@@ -62,6 +66,8 @@ public enum RoomControlFrame: Hashable, Sendable {
     case subscribeTrack(UInt16)
     case trackSubscribed(UInt16)
     case unsubscribeTrack(UInt16)
+    case declareChannels([ChannelDeclaration])
+    case channels([ChannelInfo])
 
     public static let headerSize = 4
     /// Tokens longer than this are refused as malformed before anything else looks at them.
@@ -74,8 +80,12 @@ public enum RoomControlFrame: Hashable, Sendable {
     enum FrameType: UInt8 {
         case join = 1, joined, refused, peers, snapshotRequest, subscribe, subscribed, unsubscribe,
              unsubscribed, subscribeRefused, leave, disconnect, `extension`, ping,
-             publishTrack, trackPublished, unpublishTrack, trackUnpublished, subscribeTrack, trackSubscribed, unsubscribeTrack
+             publishTrack, trackPublished, unpublishTrack, trackUnpublished, subscribeTrack, trackSubscribed, unsubscribeTrack,
+             declareChannels, channels
     }
+
+    /// Channels one member may declare.
+    public static let maxChannels = 32
 
     public var encoded: [UInt8] {
         var body: [UInt8] = []
@@ -166,6 +176,17 @@ public enum RoomControlFrame: Hashable, Sendable {
         case .unsubscribeTrack(let id):
             type = .unsubscribeTrack
             body.appendU16(id)
+        case .declareChannels(let declarations):
+            type = .declareChannels
+            body.append(UInt8(declarations.count))
+            for declaration in declarations { body.appendDeclaration(declaration) }
+        case .channels(let infos):
+            type = .channels
+            body.append(UInt8(infos.count))
+            for info in infos {
+                body.appendU16(info.channelID)
+                body.appendDeclaration(info.declaration)
+            }
         }
         var out: [UInt8] = [WireVersion.current << 4 | RelayFrameKind.room.rawValue, type.rawValue]
         out.reserveCapacity(Self.headerSize + body.count)
@@ -277,6 +298,21 @@ public enum RoomControlFrame: Hashable, Sendable {
             frame = .trackSubscribed(try body.u16("track ID"))
         case .unsubscribeTrack:
             frame = .unsubscribeTrack(try body.u16("track ID"))
+        case .declareChannels:
+            let count = Int(try body.u8("channel count"))
+            guard count <= maxChannels else { throw .malformedControlBody("\(count) channels declared; at most \(maxChannels)") }
+            var declarations: [ChannelDeclaration] = []
+            for _ in 0..<count { declarations.append(try body.declaration()) }
+            frame = .declareChannels(declarations)
+        case .channels:
+            let count = Int(try body.u8("channel count"))
+            guard count <= maxChannels else { throw .malformedControlBody("\(count) channels; at most \(maxChannels)") }
+            var infos: [ChannelInfo] = []
+            for _ in 0..<count {
+                let id = try body.u16("channel ID")
+                infos.append(ChannelInfo(channelID: id, declaration: try body.declaration()))
+            }
+            frame = .channels(infos)
         }
         try body.finish("\(type)")
         return frame

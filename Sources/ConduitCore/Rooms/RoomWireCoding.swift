@@ -62,6 +62,19 @@ struct RoomBodyReader {
         }
     }
 
+    mutating func declaration() throws(WireError) -> ChannelDeclaration {
+        let label = try identifier(ChannelLabel.self)
+        guard label.isApplicationLabel else { throw .malformedControlBody("channel label '\(label)' does not start with '#'") }
+        let rawDirection = try u8("direction")
+        guard let direction = ChannelDeclaration.Direction(rawValue: rawDirection) else { throw .malformedControlBody("unknown direction \(rawDirection)") }
+        let reliability = try reliability()
+        let protocolName = try string8("protocol")
+        let flags = try u8("channel flags")
+        guard flags & ~3 == 0 else { throw .reservedBitsSet }
+        return ChannelDeclaration(unchecked: label, direction: direction, reliability: reliability, protocolName: protocolName,
+                                  compress: flags & 1 != 0, senderHeader: flags & 2 != 0)
+    }
+
     func finish(_ what: String) throws(WireError) {
         guard isAtEnd else { throw .malformedControlBody("\(bytes.count - offset) unexpected bytes after \(what)") }
     }
@@ -81,6 +94,14 @@ extension Array where Element == UInt8 {
         let header = TrackFrameHeader(trackID: 0, reliability: reliability).bytes
         append(header[1])
         append(contentsOf: header[4..<8])
+    }
+
+    mutating func appendDeclaration(_ declaration: ChannelDeclaration) {
+        appendString8(declaration.label.rawValue)
+        append(declaration.direction.rawValue)
+        appendReliability(declaration.reliability)
+        appendString8(declaration.protocolName)
+        append((declaration.compress ? 1 : 0) | (declaration.senderHeader ? 2 : 0))
     }
 
     /// A string with a one-byte length; callers pass validated identifiers (at most 255 bytes).

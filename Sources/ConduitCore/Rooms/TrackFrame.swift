@@ -73,10 +73,12 @@ public struct TrackFrameHeader: Hashable, Sendable {
         return TrackFrameHeader(trackID: datagram.readU16(2), reliability: Reliability(ordered: flags & 0x80 != 0, limit: limit))
     }
 
-    /// The remaining lifetime of a frame whose header starts `frame`, if it has one.
+    /// The remaining lifetime of a track or labeled-channel frame (same layout), if it has one.
     @inlinable
     public static func remainingLifetime(_ frame: [UInt8]) -> UInt32? {
-        guard frame.count > size, frame[0] & 0x0F == RelayFrameKind.track.rawValue, frame[1] >> 5 & 3 == 2 else { return nil }
+        guard frame.count > size, frame[0] & 0x0F == RelayFrameKind.track.rawValue || frame[0] & 0x0F == RelayFrameKind.channel.rawValue,
+            frame[1] >> 5 & 3 == 2
+        else { return nil }
         return UInt32(frame[4]) << 24 | UInt32(frame[5]) << 16 | UInt32(frame[6]) << 8 | UInt32(frame[7])
     }
 
