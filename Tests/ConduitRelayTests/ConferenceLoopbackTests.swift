@@ -203,3 +203,62 @@ extension Conference.Event {
         return nil
     }
 }
+
+extension ConferenceLoopbackTests {
+    @Test func aVanishedPeerIsTimedOutAndReportedLeft() async throws {
+        // Longer than the clients' 5 s ping interval, so that only the silent peer vanishes.
+        let room = try await LoopbackRoom.start(name: "relay-vanish", relay: RelayConfiguration(vanishTimeout: .seconds(6)))
+        let (alice, aliceLog) = try await room.join("alice")
+        // "ghost" joins by hand on a raw link and then says nothing, not even a ping.
+        let (transport, url) = try room.runtime.registry.resolve(room.url)
+        let link = try await transport.connect(to: url)
+        var join = DatagramBatch()
+        join.append(RoomControlFrame.join(room: "room", peer: "ghost", dataSessionsSupported: true, token: Array(room.token("ghost").utf8)).encoded)
+        try await link.write(join)
+        try await aliceLog.wait(for: "alice sees ghost join") { $0.joinedPeers == ["ghost"] }
+        try await aliceLog.wait(for: "alice hears ghost left", limit: .seconds(20)) { $0.leftPeers == ["ghost"] }
+        #expect(await room.server.statistics.vanished == 1)
+        #expect(await room.server.members(of: "room").values.sorted() == ["alice"])
+        await link.close()
+        await alice.leave()
+        await room.server.shutdown()
+    }
+
+    @Test func unreliableDataToASlowReceiverIsDroppedAndCountedWithoutDisconnectingIt() async throws {
+        let room = try await LoopbackRoom.start(
+            name: "relay-slow-unreliable?window=65536",
+            relay: RelayConfiguration(maxQueuedBytesPerReceiver: 4 * 1024 * 1024, maxUnreliableQueuedBytesPerReceiver: 64 * 1024)
+        ) { $0.inboundBufferBytes = 64 * 1024 }
+        let (alice, _) = try await room.join("alice")
+        let (carol, carolLog) = try await room.join("carol")
+        let cursor = try await alice.makeOutboundDataSession(streamID: 600, type: .unreliableMessage)
+        try await carolLog.wait(for: "incoming at carol") { if case .dataSessionIncoming = $0 { true } else { false } }
+        let carolCursor = try await carol.makeInboundDataSession(streamID: 600)  // never read while alice sends
+        for index in 0..<300 {
+            try await cursor.send(Array("\(index):".utf8) + [UInt8](repeating: 0x2E, count: 4 * 1024))
+        }
+        try await within("drops at the relay") {
+            while await room.server.statistics.unreliableDropped == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(await room.server.statistics.slowReceiversDisconnected == 0)
+        #expect(await room.server.members(of: "room").count == 2)
+        // carol, reading again, gets what was kept: fewer than sent, in order, none twice.
+        let reader = Task { () -> [Int] in
+            var indices: [Int] = []
+            for await event in carolCursor.events {
+                guard case .message(let message) = event else { continue }
+                indices.append(Int(String(decoding: message.bytes.prefix(while: { $0 != UInt8(ascii: ":") }), as: UTF8.self)) ?? -1)
+            }
+            return indices
+        }
+        // Whatever the relay kept arrives promptly; then carol leaves, which ends the session.
+        try await Task.sleep(for: .seconds(1))
+        await carol.leave()
+        let kept = try await within("carol's session to end") { await reader.value }
+        #expect(kept.count < 300)
+        #expect(kept.count > 0)
+        #expect(kept == kept.sorted() && Set(kept).count == kept.count)
+        await alice.leave()
+        await room.server.shutdown()
+    }
+}
