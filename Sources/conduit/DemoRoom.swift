@@ -24,8 +24,14 @@ struct DemoRoom {
 
         var logs: [PeerID: RoomLog] = [:]
         var rooms: [PeerID: Conference] = [:]
+        // Sora-style labeled channel #notes: alice sends and receives, bob only receives (with a
+        // header naming the sender), carol is not on it.
+        let notes: [PeerID: [ChannelDeclaration]] = [
+            "alice": [try ChannelDeclaration(label: "#notes", direction: .sendrecv, protocolName: "notes-v1", compress: true, senderHeader: true)],
+            "bob": [try ChannelDeclaration(label: "#notes", direction: .recvonly, protocolName: "notes-v1", compress: true, senderHeader: true)],
+        ]
         for peer: PeerID in ["alice", "bob", "carol"] {
-            let conference = try await runtime.join(relay: url, room: "demo-room", as: peer, token: token(peer))
+            let conference = try await runtime.join(relay: url, room: "demo-room", as: peer, token: token(peer), channels: notes[peer] ?? [])
             rooms[peer] = conference
             logs[peer] = RoomLog(conference)
             await transcript.say(peer.rawValue, "joined demo-room; already there: \(await conference.peers.map(\.rawValue).joined(separator: ", ").orNone)")
@@ -80,6 +86,41 @@ struct DemoRoom {
         }, "the relay kept sending stream 200 to bob")
         check(await receive(aliceCursor, count: 1, who: "alice").first?.hasPrefix("carol: x=") == true, "alice got no cursor position")
         check(await cursor.closeReason == nil, "carol's session closed although only bob declined it")
+
+        // A data track (Twilio style): carol subscribes to alice's whiteboard; a stroke sent before
+        // she subscribed never reaches her.
+        let lifetime = try Reliability(ordered: true, maxRetransmits: nil, maxPacketLifeTime: 2_000)
+        if let board = await alice.publishDataTrack("whiteboard", reliability: lifetime) {
+            await transcript.say("alice", "published data track whiteboard (\(lifetime))")
+            let accepted = await server.statistics.framesAccepted
+            try await board.send(Array("stroke 0 (before carol subscribed)".utf8))
+            check(await eventually { await server.statistics.framesAccepted > accepted }, "the relay never got stroke 0")
+            if let remote = await carol.subscribeDataTrack("whiteboard", of: "alice") {
+                try await board.send(Array("stroke 1".utf8))
+                let first = await bounded(.seconds(5), default: nil) { () -> String? in
+                    for await message in remote.messages { return String(decoding: message, as: UTF8.self) }
+                    return nil
+                }
+                await transcript.say("carol", "whiteboard track: \(first ?? "nothing")")
+                check(first == "stroke 1", "carol's first whiteboard message was \(first ?? "nothing")")
+            } else {
+                check(false, "carol could not subscribe to the whiteboard track")
+            }
+        } else {
+            check(false, "alice could not publish a data track")
+        }
+
+        // The labeled channel: zlib on the wire, the sender's connection ID in front at bob.
+        check(await eventually { await alice.channels["#notes"] != nil }, "#notes was not confirmed for alice")
+        try await alice.sendChannelMessage("#notes", Array("minutes: ship it".utf8))
+        let note = await bounded(.seconds(5), default: nil) { () -> Conference.ChannelMessage? in
+            for await message in bob.channelMessages { return message }
+            return nil
+        }
+        if let note {
+            await transcript.say("bob", "#notes from \(note.sender): header \(Array(note.header)) (\(note.headerLength) bytes), \"\(String(decoding: note.message, as: UTF8.self))\"")
+        }
+        check(note.map { String(decoding: $0.message, as: UTF8.self) } == "minutes: ship it" && note?.headerLength == 2, "bob did not get the #notes message with its header")
 
         // Leaving.
         await bob.leave()

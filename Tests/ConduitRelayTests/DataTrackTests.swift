@@ -146,7 +146,12 @@ import Testing
         let reliability = try Reliability(ordered: true, maxRetransmits: nil, maxPacketLifeTime: 5_000)
         let board = try #require(await alice.publishDataTrack("whiteboard", reliability: reliability))
         try await bobLog.wait(for: "the track announced") { $0 == .dataTrackPublished("whiteboard", by: "alice", reliability: reliability) }
+        let accepted = await room.server.statistics.framesAccepted
         #expect(try await board.send(Array("before".utf8)))
+        // "before" has reached the relay (and gone nowhere) before bob subscribes.
+        try await within("the relay took 'before'") {
+            while await room.server.statistics.framesAccepted == accepted { try await Task.sleep(for: .milliseconds(5)) }
+        }
         let remote = try #require(await bob.subscribeDataTrack("whiteboard", of: "alice"))
         for text in ["one", "two", "three"] { #expect(try await board.send(Array(text.utf8))) }
         let got = try await within("three track messages") {
