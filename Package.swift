@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
         .library(name: "ConduitSCTP", targets: ["ConduitSCTP"]),
+        .library(name: "ConduitRelay", targets: ["ConduitRelay"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
         // Preloaded into usrsctp's tsctp for reference runs, so its debug output stays off
@@ -37,6 +38,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -109,9 +114,25 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The system zlib, for labeled channels declared with `compress` (Sora style).
+        .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "Conduit",
-            dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
+            dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability", "CZlib"],
+            swiftSettings: strictSettings
+        ),
+        // The relay for group rooms: tokens (HMAC-SHA256), the server that hosts the core's
+        // RelayMachine over any transports, in process or as `conduit relay`.
+        .target(
+            name: "ConduitRelay",
+            dependencies: [
+                "ConduitCore",
+                "ConduitReliability",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings
         ),
         // What the command-line tool does, as a library so it is testable in process: seeded
@@ -134,7 +155,11 @@ let package = Package(
                 "ConduitSCTP",
                 "ConduitTooling",
                 "ConduitKernelSCTP",
+                "ConduitRelay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings,
             plugins: ["StreamCatalogPlugin"]
@@ -250,6 +275,11 @@ let package = Package(
         .testTarget(
             name: "ConduitInteropTests",
             dependencies: ["ConduitInteropSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitRelayTests",
+            dependencies: ["ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling"],
             swiftSettings: strictSettings
         ),
         .testTarget(

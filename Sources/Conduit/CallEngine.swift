@@ -6,7 +6,7 @@ import DequeModule
 /// All call state lives in this actor. Two tasks feed it: the reader (link → machine, a batch per
 /// hop) and the pump (machine → link, a batch per write). App calls hop in once per operation, not
 /// per packet. Time comes from a monotonic clock here and is passed into the machine.
-actor CallEngine {
+actor CallEngine: OutboundSessionEngine {
     private var machine: CallMachine
     private let link: any TransportLink
     private let configuration: ConduitConfiguration
@@ -352,6 +352,9 @@ actor CallEngine {
             }
         }
     }
+
+    /// A 1:1 call has one destination: the peer.
+    func changeDestination(_ key: SessionKey, to peer: PeerID?) -> Bool { false }
 
     func closeOutbound(_ key: SessionKey) {
         machine.closeOutbound(key)

@@ -12,10 +12,13 @@ public final class InboundDataSession: Sendable {
         public var bytes: [UInt8]
         /// The sender's user-defined timestamp.
         public var timestamp: UInt64
+        /// Who sent it, in a conference (stamped by the relay); nil in a 1:1 call.
+        public var sender: PeerID?
 
-        public init(bytes: [UInt8], timestamp: UInt64) {
+        public init(bytes: [UInt8], timestamp: UInt64, sender: PeerID? = nil) {
             self.bytes = bytes
             self.timestamp = timestamp
+            self.sender = sender
         }
     }
 

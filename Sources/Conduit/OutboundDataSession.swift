@@ -26,9 +26,9 @@ public final class OutboundDataSession: Sendable {
     /// Bounded: only the newest events are kept if nobody reads them; `.closed` is always last.
     public let events: AsyncStream<Event>
     let eventSink: AsyncStream<Event>.Continuation
-    private let engineRef: CallEngine
+    private let engineRef: any OutboundSessionEngine
 
-    init(key: SessionKey, type: SessionType, engine: CallEngine) {
+    init(key: SessionKey, type: SessionType, engine: any OutboundSessionEngine) {
         self.streamID = key.streamID
         self.subgroup = key.subgroup
         self.type = type
@@ -56,6 +56,21 @@ public final class OutboundDataSession: Sendable {
     /// whatever is still queued.)
     public func close() async { await engineRef.closeOutbound(key) }
 
+    /// LINE Planet `changeDestination` (group calls only): later sends go to `peer` alone, or to
+    /// everyone in the session's scope when nil (the room, or the subgroup for a subgroup
+    /// session). Returns false if the peer is not in the room, the session is closed, or this is a
+    /// 1:1 call (where the destination is always the one peer).
+    @discardableResult
+    public func changeDestination(_ peer: PeerID?) async -> Bool { await engineRef.changeDestination(key, to: peer) }
+
     /// Why the session closed, or nil while open.
     public var closeReason: DataSessionCloseReason? { get async { await engineRef.outboundCloseReason(key) } }
+}
+
+/// What an outbound session needs from the engine that runs it (a call's or a conference's).
+protocol OutboundSessionEngine: Actor {
+    func send(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, wait: Bool) async throws(ConduitError) -> Bool
+    func closeOutbound(_ key: SessionKey)
+    func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason?
+    func changeDestination(_ key: SessionKey, to peer: PeerID?) -> Bool
 }

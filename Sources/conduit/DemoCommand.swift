@@ -4,7 +4,7 @@ import Conduit
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Two peers exchange all four session types and show the contract's edge cases.",
+        abstract: "Two peers exchange all four session types and show the contract's edge cases; then a room of three through a relay.",
         discussion: """
             Alice calls Bob. Alice opens one session of each type plus a stream Bob does not support; Bob
             accepts the four and declines the fifth. The account shows the messages and fragments with their
@@ -24,7 +24,9 @@ struct DemoCommand: AsyncParsableCommand {
         var configuration = try ConduitConfiguration.resolved(jsonFile: config)
         configuration.transport = transport
         let scenario = DemoScenario(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()))
-        let failures = try await scenario.run()
+        var failures = try await scenario.run()
+        print("\nA group room: three peers through an in-process relay on loopback")
+        failures += try await DemoRoom(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()), transcript: scenario.transcript).run()
         if failures.isEmpty {
             print("\nDemo complete: every behaviour matched the contract.")
         } else {

@@ -10,14 +10,18 @@ public struct ReceivedFragment: Sendable, Hashable {
     public var fragmentSize: Int
     public var timestamp: UInt64
     public var bytes: [UInt8]
+    /// Who sent it, in a conference (stamped by the relay); nil in a 1:1 call. Aggregate
+    /// fragments per sender: message IDs are each sender's own.
+    public var sender: PeerID?
 
-    public init(messageID: UInt32, offset: Int, totalLength: Int, fragmentSize: Int, timestamp: UInt64, bytes: [UInt8]) {
+    public init(messageID: UInt32, offset: Int, totalLength: Int, fragmentSize: Int, timestamp: UInt64, bytes: [UInt8], sender: PeerID? = nil) {
         self.messageID = messageID
         self.offset = offset
         self.totalLength = totalLength
         self.fragmentSize = fragmentSize
         self.timestamp = timestamp
         self.bytes = bytes
+        self.sender = sender
     }
 
     public var isLast: Bool { offset + bytes.count >= totalLength }

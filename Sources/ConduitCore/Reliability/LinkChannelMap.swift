@@ -29,6 +29,19 @@ public enum LinkChannelMap {
             case .hello?, .goodbye?, nil:
                 return (callChannel, .reliableOrdered)
             }
+        case RelayFrameKind.routed.rawValue, RelayFrameKind.relayed.rawValue:
+            // A frame crossing a relay: classified by the v1 frame inside its envelope, so a
+            // conference's sessions keep their own channels and reliability on lossy links.
+            guard frame.count > RelayEnvelope.size else { return (callChannel, .reliableOrdered) }
+            return classify(UnsafeRawBufferPointer(rebasing: frame[RelayEnvelope.size...]))
+        case RelayFrameKind.track.rawValue:
+            // A data track: its own channel, with the track's reliability. A lifetime is the one
+            // the frame has left, so every leg gives up when the message's time is over.
+            guard let header = try? TrackFrameHeader.parse(frame) else { return (callChannel, .reliableOrdered) }
+            return (0xFFFF_0000 | UInt32(header.trackID), header.reliability)
+        case RelayFrameKind.channel.rawValue:
+            guard let header = try? ChannelFrameHeader.parse(frame) else { return (callChannel, .reliableOrdered) }
+            return (0xFFFE_0000 | UInt32(header.channelID), header.reliability)
         default:
             return (callChannel, .reliableOrdered)
         }

@@ -52,6 +52,16 @@ public struct DatagramBatch: Sendable, Hashable {
         ends.append(storage.count)
     }
 
+    /// Appends `datagram` with 4 bytes in front of it (a relay envelope), copied once.
+    public mutating func append(_ datagram: UnsafeRawBufferPointer, prefix: (UInt8, UInt8, UInt8, UInt8)) {
+        storage.append(prefix.0)
+        storage.append(prefix.1)
+        storage.append(prefix.2)
+        storage.append(prefix.3)
+        storage.append(contentsOf: datagram)
+        ends.append(storage.count)
+    }
+
     public mutating func append(contentsOf other: DatagramBatch) {
         let base = storage.count
         storage.append(contentsOf: other.storage)

@@ -1,0 +1,209 @@
+public import ConduitCore
+import ConduitReliability
+
+/// A group call through a relay (LINE Planet `PlanetKitConference`): join a room, learn who is
+/// there, exchange data sessions with everyone, one peer, or a subgroup.
+///
+/// ```swift
+/// let room = try await runtime.join(relay: "loopback://relay", room: "standup", as: "alice", token: token)
+/// let chat = try await room.makeOutboundDataSession(streamID: 100, type: .reliableMessage)
+/// try await chat.send(Array("hello".utf8))           // everyone in the room
+/// await chat.changeDestination("bob")                 // from now on, bob only
+/// for await event in room.events { ... }              // .peersChanged, .dataSessionIncoming, ...
+/// ```
+///
+/// Inbound sessions are per stream (and subgroup), shared by every sender; each message says
+/// who sent it (``InboundDataSession/Message/sender``), as stamped by the relay.
+public final class Conference: Sendable {
+    public enum Event: Sendable, Hashable {
+        /// Joined; the peers already in the room.
+        case connected(peers: [PeerID])
+        /// Peers joined or left (coalesced by the relay; `version` numbers the updates).
+        case peersChanged(joined: [PeerID], left: [PeerID], version: UInt32)
+        /// A peer made an outbound session, or its data reached this side (late joiners).
+        case dataSessionIncoming(streamID: StreamID, subgroup: SubgroupName?, type: SessionType, from: PeerID)
+        /// One sender's session ended (closed, or its creator left the subgroup).
+        case dataSessionEnded(streamID: StreamID, subgroup: SubgroupName?, from: PeerID, reason: DataSessionCloseReason)
+        case subscribed(SubgroupName, dataSession: Bool)
+        case subscribeRefused(SubgroupName, RelayRefusal)
+        /// A peer-to-peer message the relay carried without interpreting it (invitations).
+        case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
+        /// Another peer published a data track (or had published it when this side joined).
+        case dataTrackPublished(ChannelLabel, by: PeerID, reliability: Reliability)
+        case dataTrackUnpublished(ChannelLabel, by: PeerID)
+        /// The relay confirmed the labeled channels declared when joining: their IDs, options and
+        /// (``ChannelInfo/headerLength``) the length of the sender header receivers get.
+        case channelsReady([ChannelInfo])
+        /// This side left, was refused, was let go as a slow receiver, or the link closed.
+        case disconnected(RelayDisconnectReason, String)
+    }
+
+    let engine: ConferenceEngine
+    public let room: RoomID
+    public let localPeer: PeerID
+    /// Bounded: if never read, the oldest are dropped.
+    public let events: AsyncStream<Event>
+
+    init(engine: ConferenceEngine, room: RoomID, localPeer: PeerID) {
+        self.engine = engine
+        self.room = room
+        self.localPeer = localPeer
+        self.events = engine.events
+    }
+
+    /// The other peers in the room now.
+    public var peers: [PeerID] { get async { await engine.peers } }
+
+    /// `makeOutboundDataSession` of the room (subgroup nil) or of a subgroup this side subscribed
+    /// to with `dataSession: true`. Sends go to everyone in scope until ``OutboundDataSession/changeDestination(_:)``.
+    public func makeOutboundDataSession(streamID: StreamID, type: SessionType, subgroup: SubgroupName? = nil) async throws(ConduitError) -> OutboundDataSession {
+        try await engine.makeOutbound(SessionKey(streamID: streamID, subgroup: subgroup), type: type)
+    }
+
+    public func outboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil) async -> OutboundDataSession? {
+        await engine.outboundSession(SessionKey(streamID: streamID, subgroup: subgroup))
+    }
+
+    /// After `dataSessionIncoming` for this stream and subgroup.
+    public func makeInboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil, expecting type: SessionType? = nil) async throws(ConduitError) -> InboundDataSession {
+        try await engine.makeInbound(SessionKey(streamID: streamID, subgroup: subgroup), expecting: type)
+    }
+
+    public func inboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil) async -> InboundDataSession? {
+        await engine.inboundSession(SessionKey(streamID: streamID, subgroup: subgroup))
+    }
+
+    /// This side stops receiving the stream; the senders are not told and keep sending to others.
+    public func unsupportInboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil) async {
+        await engine.unsupportInbound(SessionKey(streamID: streamID, subgroup: subgroup))
+    }
+
+    /// Subscribes to a subgroup (creating it with `dataSession` if it is new). True once the relay
+    /// confirmed, false if it refused (see the `subscribeRefused` event for why).
+    @discardableResult
+    public func subscribe(_ subgroup: SubgroupName, dataSession: Bool = true) async -> Bool {
+        await engine.subscribe(subgroup, dataSession: dataSession)
+    }
+
+    /// Leaves a subgroup: this side's sessions in it end, here and for the other members.
+    public func unsubscribe(_ subgroup: SubgroupName) async { await engine.unsubscribe(subgroup) }
+
+    /// Sends an extension message to one peer through the relay (the opening for invitations).
+    @discardableResult
+    public func sendExtension(_ id: UInt8, to peer: PeerID, body: [UInt8]) async -> Bool {
+        await engine.sendExtension(id, to: peer, body: body)
+    }
+
+    // MARK: Data tracks (Twilio style)
+
+    /// Publishes a named, unidirectional data track with its reliability (`ordered`, and
+    /// `maxPacketLifeTime` or `maxRetransmits`: see ``Reliability/init(ordered:maxRetransmits:maxPacketLifeTime:)``).
+    /// The lifetime is end to end: each message's remaining lifetime travels with it and the
+    /// relay subtracts the time it held it. Returns nil if the relay refused (no publish right,
+    /// or the name is taken by this peer).
+    public func publishDataTrack(_ name: ChannelLabel, reliability: Reliability = .reliableOrdered) async -> LocalDataTrack? {
+        guard await engine.publishTrack(name, reliability: reliability) else { return nil }
+        return LocalDataTrack(name: name, reliability: reliability, engine: engine)
+    }
+
+    /// Subscribes to `publisher`'s track `name` (announced by `dataTrackPublished`): messages sent
+    /// from now on arrive on the returned track. Nil if no such track is announced.
+    public func subscribeDataTrack(_ name: ChannelLabel, of publisher: PeerID) async -> RemoteDataTrack? {
+        await engine.subscribeTrack(name, of: publisher)
+    }
+
+    public func unsubscribeDataTrack(_ name: ChannelLabel, of publisher: PeerID) async {
+        await engine.unsubscribeTrack(name, of: publisher)
+    }
+
+    // MARK: Labeled channels (Sora style)
+
+    /// A message on a labeled channel: `data` is the sender header (``headerLength`` bytes: the
+    /// sender's member number, the connection ID the relay stamped) followed by the message, as
+    /// Sora's `onDataChannelMessage` hands it over.
+    public struct ChannelMessage: Sendable, Hashable {
+        public var label: ChannelLabel
+        public var sender: PeerID
+        public var data: [UInt8]
+        public var headerLength: Int
+        public var header: ArraySlice<UInt8> { data.prefix(headerLength) }
+        public var message: ArraySlice<UInt8> { data.dropFirst(headerLength) }
+    }
+
+    /// Messages on every labeled channel this side receives on, in arrival order.
+    public var channelMessages: AsyncStream<ChannelMessage> { engine.channelMessages }
+
+    /// The channels the relay confirmed (empty until `.channelsReady`).
+    public var channels: [ChannelLabel: ChannelInfo] { get async { await engine.channels } }
+
+    /// Sends on a labeled channel declared with `sendrecv` or `sendonly` (compressed with zlib
+    /// if declared with `compress`). False if the queue is full.
+    @discardableResult
+    public func sendChannelMessage(_ label: ChannelLabel, _ bytes: [UInt8]) async throws(ConduitError) -> Bool {
+        try await engine.sendChannel(label, bytes: bytes)
+    }
+
+    /// Leaves the room (`leaveConference`): sessions close with `sessionEnd`, events end with
+    /// `.disconnected(.left, ...)`, and the peers hear that this side left.
+    public func leave() async { await engine.leave() }
+
+    public var isEnded: Bool { get async { await engine.isEnded } }
+    public var statistics: ConferenceStatistics { get async { await engine.statistics } }
+}
+
+extension ConduitRuntime {
+    /// Joins `room` on the relay at `relay` as `peer`, with a token the app's server minted.
+    /// `channels` are Sora-style labeled channels to declare (see `.channelsReady`).
+    /// Returns once the relay accepted the join; throws `connectionFailed` with the refusal
+    /// (`tokenExpired`, `wrongRoom`, ...) if it did not, or `timedOut`.
+    public func join(relay url: String, room: RoomID, as peer: PeerID, token: String, channels: [ChannelDeclaration] = []) async throws(ConduitError) -> Conference {
+        try configuration.validate()
+        let (transport, resolved) = try registry.resolve(url)
+        let reliability = try ReliableLink.Configuration(url: resolved)
+        let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
+            try await transport.connect(to: resolved.withoutReliableLinkOptions)
+        }
+        let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
+        let engine = ConferenceEngine(room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels)
+        _ = try await engine.establish(timeout: configuration.connectTimeout)
+        return Conference(engine: engine, room: room, localPeer: peer)
+    }
+}
+
+/// A data track this side published (Twilio `LocalDataTrack`).
+public final class LocalDataTrack: Sendable {
+    public let name: ChannelLabel
+    public let reliability: Reliability
+    let engine: ConferenceEngine
+
+    init(name: ChannelLabel, reliability: Reliability, engine: ConferenceEngine) {
+        self.name = name
+        self.reliability = reliability
+        self.engine = engine
+    }
+
+    /// Sends one message (up to 64 KiB; Twilio recommends at most 16 KiB) to the track's current
+    /// subscribers. False if the send queue is full; throws if the track is unpublished or the
+    /// message too large.
+    @discardableResult
+    public func send(_ bytes: [UInt8]) async throws(ConduitError) -> Bool {
+        try await engine.sendTrack(name, bytes: bytes)
+    }
+
+    public func unpublish() async { await engine.unpublishTrack(name) }
+}
+
+/// A subscription to another peer's data track (Twilio `RemoteDataTrack`): its messages, in the
+/// order the track's reliability allows; the sequence ends when the track is unpublished, the
+/// subscription ends or the conference does.
+public final class RemoteDataTrack: Sendable {
+    public let name: ChannelLabel
+    public let publisher: PeerID
+    public let messages: AsyncStream<[UInt8]>
+
+    init(name: ChannelLabel, publisher: PeerID, messages: AsyncStream<[UInt8]>) {
+        self.name = name
+        self.publisher = publisher
+        self.messages = messages
+    }
+}

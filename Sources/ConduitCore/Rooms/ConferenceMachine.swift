@@ -1,0 +1,257 @@
+import DequeModule
+
+/// The sans-IO client of a group room: one link to a relay, carrying the room's peer list,
+/// subgroups and data sessions (LINE Planet `PlanetKitConference`).
+///
+/// Same contract as ``CallMachine``: datagrams, app commands and `now` go in; frames
+/// (``pollTransmit(now:into:maxBytes:)``), events (``pollEvent()``) and deadlines come out. The
+/// send side reuses the 1:1 call's session machinery (queues, 2 Mbit/s pacer, `tooLongQueuedData`,
+/// fragmenter); every frame goes out in a ``RelayEnvelope`` naming its destination, which is
+/// fixed per message when it is queued (so `changeDestination` never splits a message). The
+/// receive side keeps one reassembler per sender, because every sender numbers its own messages.
+public struct ConferenceMachine: Sendable {
+    public enum Phase: Sendable, Hashable {
+        /// The join is out; waiting for `joined` and the first snapshot.
+        case joining
+        case connected(member: UInt16)
+        case ended(RelayDisconnectReason)
+    }
+
+    public let room: RoomID
+    public let localPeer: PeerID
+    public let configuration: ConferenceConfiguration
+    public internal(set) var phase: Phase = .joining
+    public internal(set) var statistics = ConferenceStatistics()
+
+    /// Other members, by member number.
+    public internal(set) var members: [UInt16: RoomMember] = [:]
+    public internal(set) var peerListVersion: UInt32 = 0
+    var joinedMember: UInt16?
+    var awaitingSnapshot = true
+    var inSnapshot = false
+
+    var subgroupIDs: [SubgroupName: UInt16] = [:]
+    var subgroupNames: [UInt16: SubgroupName] = [:]
+    var subgroupDataSession: [SubgroupName: Bool] = [:]
+    var pendingSubscriptions: Set<SubgroupName> = []
+
+    var outbound: [SessionKey: ConferenceOutbound] = [:]
+    var outboundOrder: [SessionKey] = []
+    var nextOutboundIndex = 0
+    var inbound: [SessionKey: ConferenceInbound] = [:]
+    var locallyUnsupported: Set<SessionKey> = []
+    var reassemblers: [UInt16: Reassembler] = [:]
+
+    var localTracks: [ChannelLabel: LocalTrack] = [:]
+    var announcedTracks: [UInt16: TrackInfo] = [:]
+    var subscribedTracks: Set<UInt16> = []
+    var trackReassemblers: [UInt16: Reassembler] = [:]
+    var trackQueue = Deque<QueuedTrackFrame>()
+    var trackQueuedBytes = 0
+    var channelInfos: [ChannelLabel: ChannelInfo] = [:]
+    var channelLabels: [UInt16: ChannelLabel] = [:]
+    var channelReassemblers: [UInt32: Reassembler] = [:]
+    var channelMessageIDs: [UInt16: UInt32] = [:]
+
+    var controlOut = Deque<[UInt8]>()
+    var events = Deque<ConferenceEvent>()
+    var lastTransmit: ConduitInstant
+    var scratch = DatagramBatch(reservingBytes: 2_048, datagrams: 1)
+
+    public init(room: RoomID, localPeer: PeerID, token: [UInt8], configuration: ConferenceConfiguration = .init(), now: ConduitInstant) {
+        self.room = room
+        self.localPeer = localPeer
+        self.configuration = configuration
+        self.lastTransmit = now
+        controlOut.append(RoomControlFrame.join(
+            room: room,
+            peer: localPeer,
+            dataSessionsSupported: configuration.session.dataSessionsSupported,
+            token: Array(token.prefix(RoomControlFrame.maxTokenBytes))
+        ).encoded)
+    }
+
+    public var isConnected: Bool {
+        if case .connected = phase { return true }
+        return false
+    }
+
+    public var isEnded: Bool {
+        if case .ended = phase { return true }
+        return false
+    }
+
+    public var localMember: UInt16? { joinedMember }
+
+    public mutating func pollEvent() -> ConferenceEvent? { events.popFirst() }
+
+    /// The member number of a peer in the room, if it is there.
+    public func member(for peer: PeerID) -> UInt16? {
+        members.first(where: { $0.value.peer == peer })?.key
+    }
+
+    // MARK: Subgroups
+
+    /// Asks to subscribe to `name`. The first subscriber creates the subgroup with its
+    /// `dataSession` attribute; later subscribers get the attribute the subgroup has.
+    public mutating func subscribe(_ name: SubgroupName, dataSession: Bool) {
+        guard isConnected, subgroupIDs[name] == nil, !pendingSubscriptions.contains(name) else { return }
+        pendingSubscriptions.insert(name)
+        controlOut.append(RoomControlFrame.subscribe(name, dataSession: dataSession).encoded)
+    }
+
+    /// Leaves a subgroup: this side's sessions in it close (`sessionEnd`), for it and, through the
+    /// relay, for the other members (LINE Planet: a subgroup session lives while its creator stays
+    /// subscribed); inbound sessions in it close too.
+    public mutating func unsubscribe(_ name: SubgroupName) {
+        guard isConnected, let id = subgroupIDs.removeValue(forKey: name) else { return }
+        subgroupNames[id] = nil
+        for key in outboundOrder where key.subgroup == name { closeOutbound(key, reason: .sessionEnd) }
+        for key in inbound.keys.sorted(by: { $0.streamID < $1.streamID }) where key.subgroup == name {
+            if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
+                events.append(.inboundClosed(key, .sessionEnd))
+            }
+        }
+        // Fragments in flight for the subgroup are dropped at their next arrival (unknown subgroup).
+        controlOut.append(RoomControlFrame.unsubscribe(name).encoded)
+    }
+
+    public func isSubscribed(_ name: SubgroupName) -> Bool { subgroupIDs[name] != nil }
+
+    // MARK: Leaving
+
+    /// Leaves the room: every session closes with `sessionEnd`, the relay is told.
+    public mutating func leave() {
+        guard !isEnded else { return }
+        controlOut.append(RoomControlFrame.leave.encoded)
+        end(.left, "left the room")
+    }
+
+    /// The link to the relay closed.
+    public mutating func linkClosed() {
+        guard !isEnded else { return }
+        controlOut.removeAll()
+        end(.transportClosed, "the link to the relay closed")
+    }
+
+    mutating func end(_ reason: RelayDisconnectReason, _ text: String) {
+        phase = .ended(reason)
+        let sessionReason: DataSessionCloseReason = switch reason {
+        case .left, .refused, .relayShutdown: .sessionEnd
+        default: .internal
+        }
+        for key in outboundOrder { closeOutbound(key, reason: sessionReason) }
+        for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) where session.isAccepted && session.closeReason == nil {
+            events.append(.inboundClosed(key, sessionReason))
+        }
+        inbound.removeAll()
+        reassemblers.removeAll()
+        trackReassemblers.removeAll()
+        channelReassemblers.removeAll()
+        trackQueue.removeAll()
+        trackQueuedBytes = 0
+        events.append(.disconnected(reason, text))
+    }
+
+    // MARK: Extensions
+
+    /// Sends an extension message (invitations and the like) to one member, through the relay.
+    public mutating func sendExtension(_ id: UInt8, to peer: PeerID, body: [UInt8]) -> Bool {
+        guard isConnected, body.count <= RoomControlFrame.maxExtensionBytes, let member = member(for: peer) else { return false }
+        controlOut.append(RoomControlFrame.extension(id: id, member: member, body: body).encoded)
+        return true
+    }
+}
+
+/// The knobs of a conference client.
+public struct ConferenceConfiguration: Sendable, Hashable {
+    /// Session settings, as for a 1:1 call. `fragmentSize` must leave room for the relay envelope.
+    public var session: CallConfiguration
+    /// When nothing was sent for this long, a ping keeps the relay from timing this member out.
+    public var pingInterval: Duration
+    /// Senders whose reassembly state is kept at once (bounded by the room's size anyway).
+    public var maxSenders: Int
+    /// Sora-style labeled channels to declare on joining.
+    public var channels: [ChannelDeclaration]
+
+    public init(session: CallConfiguration = .init(), pingInterval: Duration = .seconds(5), maxSenders: Int = 1_024, channels: [ChannelDeclaration] = []) {
+        self.session = session
+        self.channels = channels
+        self.pingInterval = pingInterval
+        self.maxSenders = maxSenders
+    }
+}
+
+/// Counters for what the conference client refused or dropped.
+public struct ConferenceStatistics: Sendable, Hashable {
+    public var datagramsReceived = 0
+    public var malformedDatagrams = 0
+    /// Frames from a member number not (or no longer) in the peer list.
+    public var droppedUnknownSender = 0
+    public var droppedUnknownSubgroup = 0
+    public var droppedUnsupported = 0
+    public var droppedClosedSession = 0
+    public var droppedPendingOverflow = 0
+    public var droppedOutOfState = 0
+    /// Peer-list updates whose version skipped ahead (a snapshot was asked for).
+    public var peerListGaps = 0
+    /// Track frames whose lifetime ran out before they left this side.
+    public var trackFramesExpired = 0
+    public var messagesDelivered = 0
+    public var fragmentsDelivered = 0
+    public var messagesSent = 0
+    public var framesSent = 0
+    public init() {}
+}
+
+/// What the conference machine tells its driver.
+public enum ConferenceEvent: Sendable, Hashable {
+    /// Joined: this side's member number and who else is in the room.
+    case connected(member: UInt16, peers: [RoomMember])
+    case peersChanged(joined: [RoomMember], left: [RoomMember], version: UInt32)
+    /// A sender made an outbound session, or its data reached this side first (late joiners).
+    case dataSessionIncoming(SessionKey, SessionType, from: PeerID)
+    case received(SessionKey, from: PeerID, InboundDelivery)
+    /// One sender's session ended (it closed it, or left its subgroup). The inbound session stays
+    /// open for the other senders on the same stream.
+    case senderSessionEnded(SessionKey, from: PeerID, DataSessionCloseReason)
+    case subscribed(SubgroupName, dataSession: Bool)
+    case subscribeRefused(SubgroupName, RelayRefusal)
+    case outboundClosed(SessionKey, DataSessionCloseReason)
+    case inboundClosed(SessionKey, DataSessionCloseReason)
+    case tooLongQueuedData(SessionKey, enabled: Bool)
+    case sendQueueHasRoom(SessionKey)
+    case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
+    /// A track was published (by this side: the relay confirmed it) or unpublished.
+    case trackPublished(ChannelLabel, by: PeerID, Reliability)
+    case trackUnpublished(ChannelLabel, by: PeerID)
+    case trackSubscribed(ChannelLabel, of: PeerID)
+    case trackMessage(ChannelLabel, from: PeerID, [UInt8])
+    /// The relay confirmed the declared labeled channels (IDs, options; header lengths follow).
+    case channelsReady([ChannelInfo])
+    /// A labeled-channel message: `header` is the sender header (empty unless declared), `bytes`
+    /// the message, still zlib-compressed when `compressed`.
+    case channelMessage(ChannelLabel, from: PeerID, header: [UInt8], [UInt8], compressed: Bool)
+    case disconnected(RelayDisconnectReason, String)
+}
+
+struct ConferenceOutbound: Sendable {
+    var state: OutboundSessionState
+    /// Where new messages go: a member number, or 0 for everyone in scope.
+    var destination: UInt16 = 0
+    /// The destination of each queued message, parallel to `state.queue`.
+    var destinations = Deque<UInt16>()
+}
+
+struct ConferenceInbound: Sendable {
+    let type: SessionType
+    var isAccepted = false
+    var pending = Deque<(PeerID, InboundDelivery)>()
+    var pendingBytes = 0
+    var closeReason: DataSessionCloseReason?
+}
+
+extension ConferenceMachine {
+    /// The relay's wire ID of a subgroup this side is subscribed to.
+    public func subgroupWireID(_ name: SubgroupName) -> UInt16? { subgroupIDs[name] }
+}

@@ -1,0 +1,227 @@
+public import ConduitCore
+import ConduitReliability
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Hosts a ``RelayMachine`` on any number of transport listeners: the relay as a library, used in
+/// process for loopback rooms and by `conduit relay`.
+///
+/// The control plane is this actor. Per link there is one reader task (a batch per hop into the
+/// actor, never a hop per packet) and one writer task that takes the link's whole outbox per hop
+/// and writes it; a writer blocked on a slow link holds nobody else up, and the machine's
+/// per-receiver caps decide what happens to that receiver's queue meanwhile. Links that lose
+/// datagrams (UDP) get the reliability engine, as calls do.
+public actor RelayServer {
+    public nonisolated let configuration: RelayConfiguration
+    private var machine: RelayMachine
+    private var authority: RelayTokenAuthority
+    private let registry: TransportRegistry
+    private let wallClock: @Sendable () -> UInt64
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+
+    private var listeners: [any TransportListener] = []
+    private var links: [RelayConnectionID: LinkState] = [:]
+    private var nextConnection: UInt64 = 1
+    private var tasks: [Task<Void, Never>] = []
+    private var isShutDown = false
+
+    private struct LinkState {
+        let link: any TransportLink
+        let wake: AsyncStream<Void>.Continuation
+        var closing = false
+        /// The link's reader and writer; forgotten with the link, so the table stays as large as
+        /// the set of open links.
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    /// - Parameters:
+    ///   - wallClock: Unix time in seconds, for token expiry (a parameter so tests can move it).
+    public init(
+        authority: RelayTokenAuthority,
+        configuration: RelayConfiguration = .init(),
+        registry: TransportRegistry,
+        wallClock: @escaping @Sendable () -> UInt64 = RelayServer.unixTime
+    ) {
+        self.configuration = configuration
+        self.machine = RelayMachine(configuration: configuration)
+        self.authority = authority
+        self.registry = registry
+        self.wallClock = wallClock
+        self.origin = clock.now
+    }
+
+    public static let unixTime: @Sendable () -> UInt64 = { UInt64(max(0, time(nil))) }
+
+    private func now() -> ConduitInstant {
+        ConduitInstant(nanoseconds: UInt64(max(0, origin.duration(to: clock.now).nanosecondsClamped)))
+    }
+
+    /// Starts listening on `url` (any registered transport) and returns the bound address.
+    @discardableResult
+    public func listen(on url: String) async throws(ConduitError) -> TransportURL {
+        guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
+        let (transport, resolved) = try registry.resolve(url)
+        let reliability = try ReliableLink.Configuration(url: resolved)
+        let listener = try await transport.listen(on: resolved.withoutReliableLinkOptions)
+        listeners.append(listener)
+        tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
+        if tasks.count == 1 { tasks.append(Task { await self.tick() }) }
+        return listener.localURL
+    }
+
+    public var statistics: RelayStatistics { machine.statistics }
+
+    /// Peers in a room, by member number (for tools and tests).
+    public func members(of room: RoomID) -> [UInt16: PeerID] { machine.members(of: room) }
+
+    /// Tells every member the relay is going away, lets their links drain briefly, then closes
+    /// every listener and link. Idempotent.
+    public func shutdown() async {
+        guard !isShutDown else { return }
+        isShutDown = true
+        for listener in listeners { await listener.close() }
+        let current = now()
+        for id in links.keys.sorted() { machine.disconnect(id, .relayShutdown, "the relay is shutting down", now: current) }
+        runActions()
+        // Writers close their links once the goodbye is out; give them a moment.
+        for _ in 0..<100 where !links.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+        for (id, state) in links {
+            state.wake.finish()
+            await state.link.close()
+            for task in state.tasks { task.cancel() }
+            machine.connectionClosed(id, now: now())
+        }
+        links.removeAll()
+        for task in tasks { task.cancel() }
+        tasks.removeAll()
+    }
+
+    // MARK: Links
+
+    private func acceptLoop(_ listener: any TransportListener, reliability: ReliableLink.Configuration) async {
+        while !Task.isCancelled {
+            guard let raw = try? await listener.accept() else { break }
+            let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
+            adopt(link)
+        }
+    }
+
+    private func adopt(_ link: any TransportLink) {
+        guard !isShutDown else {
+            Task { await link.close() }
+            return
+        }
+        let id = RelayConnectionID(nextConnection)
+        nextConnection += 1
+        guard machine.connectionOpened(id, now: now()) else {
+            Task { await link.close() }
+            return
+        }
+        let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        links[id] = LinkState(link: link, wake: wake)
+        links[id]!.tasks = [
+            Task { await self.readLoop(id, link) },
+            Task { await self.writeLoop(id, link, wakeups) },
+        ]
+    }
+
+    private func readLoop(_ id: RelayConnectionID, _ link: any TransportLink) async {
+        while true {
+            let batch: DatagramBatch?
+            do { batch = try await link.read() } catch { batch = nil }
+            guard let batch else { break }
+            ingest(id, batch)
+        }
+        linkEnded(id)
+    }
+
+    private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch) {
+        guard links[id] != nil else { return }
+        machine.handle(id, batch: batch, now: now())
+        runActions()
+    }
+
+    private func linkEnded(_ id: RelayConnectionID) {
+        guard let state = links.removeValue(forKey: id) else { return }
+        state.wake.finish()
+        machine.connectionClosed(id, now: now())
+        runActions()
+    }
+
+    private func writeLoop(_ id: RelayConnectionID, _ link: any TransportLink, _ wakeups: AsyncStream<Void>) async {
+        var batch = DatagramBatch(reservingBytes: 64 * 1024, datagrams: 64)
+        for await _ in wakeups {
+            while true {
+                batch.removeAll()
+                let closing = take(id, into: &batch)
+                if !batch.isEmpty {
+                    do { try await link.write(batch) } catch { break }
+                }
+                if closing && batch.isEmpty || closing && !hasQueued(id) {
+                    await link.close()
+                    linkEnded(id)
+                    return
+                }
+                if batch.isEmpty { break }
+            }
+        }
+    }
+
+    /// The link's queued frames, and whether the link is to be closed once they are out.
+    private func take(_ id: RelayConnectionID, into batch: inout DatagramBatch) -> Bool {
+        machine.pollTransmit(id, into: &batch, maxBytes: 256 * 1024, now: now())
+        return links[id]?.closing ?? true
+    }
+
+    private func forceClose(_ id: RelayConnectionID, _ link: any TransportLink) async {
+        guard links[id] != nil else { return }
+        await link.close()
+        linkEnded(id)
+    }
+
+    private func hasQueued(_ id: RelayConnectionID) -> Bool { machine.queuedBytes(id) > 0 }
+
+    // MARK: The machine's actions
+
+    private func runActions() {
+        while let action = machine.pollAction() {
+            switch action {
+            case .authorize(let id, let request):
+                switch authority.authorize(request, unixTime: wallClock()) {
+                case .success(let grant): machine.admit(id, grant: grant, now: now())
+                case .failure(let refusal): machine.refuse(id, refusal, now: now())
+                }
+            case .transmit(let id):
+                links[id]?.wake.yield()
+            case .close(let id):
+                links[id]?.closing = true
+                links[id]?.wake.yield()
+                // A receiver that stopped reading would hold its writer (and link) forever:
+                // after a grace period the link is closed under it.
+                if let link = links[id]?.link {
+                    Task {
+                        try? await Task.sleep(for: .seconds(2))
+                        await self.forceClose(id, link)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Peer-list flushes and vanish checks, on a short tick.
+    private func tick() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+            guard !Task.isCancelled else { return }
+            let current = now()
+            if let due = machine.nextTimeout(), due <= current {
+                machine.handleTimeout(now: current)
+                runActions()
+            }
+        }
+    }
+}

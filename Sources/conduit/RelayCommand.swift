@@ -1,0 +1,103 @@
+import ArgumentParser
+import Conduit
+import ConduitRelay
+import Logging
+import Metrics
+import ServiceLifecycle
+
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Run a relay for group rooms on one or more transport URLs, until SIGTERM or SIGINT.",
+        discussion: """
+            Prints 'relay listening on URL' for each address once bound (udp://127.0.0.1:0 picks a port). Peers \
+            join with tokens minted by 'conduit token' from the same secret file. Logs to standard error \
+            (swift-log) and reports counters as swift-metrics gauges (conduit_relay_*) every --stats-interval \
+            seconds. On SIGTERM or SIGINT it tells every member the relay is shutting down, closes every link \
+            and exits 0.
+            """
+    )
+
+    @Argument(help: "Transport URLs to listen on (loopback://NAME, udp://HOST:PORT, ...).")
+    var urls: [String]
+
+    @Option(name: .customLong("secret-file"), help: "File holding the secret that tokens are signed with.")
+    var secretFile: String
+
+    @Option(name: .customLong("stats-interval"), help: "Seconds between statistics log lines and metric updates.")
+    var statsInterval: Double = 10
+
+    @Option(name: .customLong("max-members"), help: "Members per room.")
+    var maxMembers: Int = 256
+
+    func run() async throws {
+        guard !urls.isEmpty else { throw ValidationError("give at least one URL to listen on") }
+        guard statsInterval > 0, statsInterval <= 86_400 else { throw ValidationError("--stats-interval must be in (0, 86400]") }
+        guard maxMembers > 0, maxMembers < 65_000 else { throw ValidationError("--max-members must be 1...64999") }
+        let secret = try RelaySecretFile.load(secretFile)
+        var logger = Logger(label: "conduit.relay")
+        logger.logLevel = .info
+        let server = RelayServer(
+            authority: RelayTokenAuthority(secret: secret),
+            configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
+            registry: CommandRegistry.make()
+        )
+        for url in urls {
+            let bound = try await server.listen(on: url)
+            ReportOutput.printNow("relay listening on \(bound)")
+            logger.info("listening", metadata: ["url": "\(bound)"])
+        }
+        let service = RelayService(server: server, logger: logger, interval: .milliseconds(Int64(statsInterval * 1_000)))
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+}
+
+/// The relay as a swift-service-lifecycle service: runs until graceful shutdown, publishing its
+/// counters meanwhile, then shuts the relay down (members are told, links closed).
+struct RelayService: Service {
+    let server: RelayServer
+    let logger: Logger
+    let interval: Duration
+
+    func run() async throws {
+        let reporter = Task {
+            var last = RelayStatistics()
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                let statistics = await server.statistics
+                publish(statistics)
+                if statistics != last { logger.info("statistics", metadata: Self.metadata(statistics)) }
+                last = statistics
+            }
+        }
+        try? await gracefulShutdown()
+        reporter.cancel()
+        logger.info("shutting down")
+        await server.shutdown()
+        let statistics = await server.statistics
+        publish(statistics)
+        logger.info("stopped", metadata: Self.metadata(statistics))
+    }
+
+    func publish(_ statistics: RelayStatistics) {
+        Gauge(label: "conduit_relay_joins").record(statistics.joins)
+        Gauge(label: "conduit_relay_frames_relayed").record(statistics.framesRelayed)
+        Gauge(label: "conduit_relay_bytes_relayed").record(statistics.bytesRelayed)
+        Gauge(label: "conduit_relay_unreliable_dropped").record(statistics.unreliableDropped)
+        Gauge(label: "conduit_relay_slow_receivers").record(statistics.slowReceiversDisconnected)
+        for refusal in RelayRefusal.allCases {
+            Gauge(label: "conduit_relay_refusals", dimensions: [("kind", refusal.description)]).record(statistics.refusals(refusal))
+        }
+    }
+
+    static func metadata(_ statistics: RelayStatistics) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "joins": "\(statistics.joins)", "leaves": "\(statistics.leaves)", "vanished": "\(statistics.vanished)",
+            "framesRelayed": "\(statistics.framesRelayed)", "bytesRelayed": "\(statistics.bytesRelayed)",
+            "unreliableDropped": "\(statistics.unreliableDropped)", "slowReceivers": "\(statistics.slowReceiversDisconnected)",
+        ]
+        for (kind, count) in statistics.refusals where count > 0 { metadata["refused.\(kind)"] = "\(count)" }
+        return metadata
+    }
+}
