@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
         .library(name: "ConduitRelay", targets: ["ConduitRelay"]),
+        .library(name: "ConduitSCTP", targets: ["ConduitSCTP"]),
         .executable(name: "conduit", targets: ["conduit"]),
         .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
         // Preloaded into usrsctp's tsctp for reference runs, so its debug output stays off
@@ -82,6 +83,37 @@ let package = Package(
             dependencies: ["CSRTP", "ConduitCore"],
             swiftSettings: strictSettings
         ),
+        // Kernel SCTP (sctp://), where the kernel has it: lksctp-tools' API (libsctp-dev).
+        .systemLibrary(
+            name: "CLibSCTP",
+            pkgConfig: "libsctp",
+            providers: [.apt(["libsctp-dev"])]
+        ),
+        .target(
+            name: "ConduitKernelSCTP",
+            dependencies: ["CLibSCTP", "ConduitCore", .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
+        // usrsctp (the system's, found with pkg-config; the shim header defines what pkg-config's
+        // -D flags would), a few C helpers around it, and SCTP over UDP with data channels.
+        .systemLibrary(
+            name: "CUsrsctp",
+            pkgConfig: "usrsctp",
+            providers: [.apt(["libusrsctp-dev"])]
+        ),
+        .target(name: "CUsrsctpSupport", dependencies: ["CUsrsctp"]),
+        .target(
+            name: "ConduitSCTP",
+            dependencies: [
+                "CUsrsctp",
+                "CUsrsctpSupport",
+                "ConduitCore",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "Conduit",
             dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability"],
@@ -102,7 +134,7 @@ let package = Package(
         // verifiable payloads, the listen and send jobs and their JSON reports.
         .target(
             name: "ConduitTooling",
-            dependencies: ["Conduit", "ConduitCore"],
+            dependencies: ["Conduit", "ConduitCore", "ConduitSCTP"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -115,8 +147,10 @@ let package = Package(
             dependencies: [
                 "Conduit",
                 "ConduitUDP",
+                "ConduitSCTP",
                 "ConduitTooling",
                 "ConduitRelay",
+                "ConduitKernelSCTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -173,6 +207,20 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "ConduitSCTPTests",
+            dependencies: [
+                "ConduitSCTP",
+                "ConduitCore",
+                "ConduitConformance",
+                "Conduit",
+                "ConduitUDP",
+                "ConduitTooling",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "ConduitSRTPTests",
             dependencies: ["ConduitSRTP", "ConduitCore"],
             swiftSettings: strictSettings
@@ -190,6 +238,22 @@ let package = Package(
         .testTarget(
             name: "ConduitStreamCatalogTests",
             dependencies: ["ConduitStreamCatalog"],
+            swiftSettings: strictSettings
+        ),
+        // Interoperability harness: launches the pion data-channel peer (Tests/Interop/sctp-pion)
+        // and reads its report. Test support only, no product; test targets depend on it.
+        .target(
+            name: "ConduitInteropSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitKernelSCTPTests",
+            dependencies: ["ConduitKernelSCTP", "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConduitInteropTests",
+            dependencies: ["ConduitInteropSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

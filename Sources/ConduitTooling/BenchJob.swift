@@ -56,6 +56,10 @@ public struct BenchJob: Sendable {
         public var countBytes: Int
         /// Bounds each run (listen and send).
         public var timeout: Duration
+        /// `--reference`: tsctp and the UDP blast measured in the same run (nil: not run).
+        public var reference: BenchReferenceOptions? = nil
+        /// One-way latency per cell at a fixed moderate rate, after its throughput runs.
+        public var latency = BenchLatency.Options()
 
         public init(
             transports: [String] = ["udp://127.0.0.1:0"],
@@ -91,6 +95,10 @@ public struct BenchJob: Sendable {
                 throw ConduitError(.invalidConfiguration, "the matrix is empty (give at least one transport, type and size)")
             }
             for url in transports { _ = try TransportURL(parsing: url) }
+            try reference?.validate()
+            guard latency.messages >= 0, latency.messages <= 100_000, (1...100_000).contains(latency.rate) else {
+                throw ConduitError(.invalidConfiguration, "latency messages must be 0...100000 and its rate 1...100000 per second (got \(latency.messages), \(latency.rate))")
+            }
             for type in types {
                 for size in sizes where size < 1 || size > type.maxSendSize {
                     throw ConduitError(.messageTooLarge, "size \(size) is outside 1...\(type.maxSendSize), the limit of one \(type) send")
@@ -137,7 +145,13 @@ public struct BenchJob: Sendable {
                 progress(index, total, cell, run, figures)
                 runs.append(figures)
             }
-            reports.append(BenchCellReport(cell: cell, runs: runs, peakResidentBytes: ResourceUsage.now().peakResidentBytes))
+            var report = BenchCellReport(cell: cell, runs: runs, peakResidentBytes: ResourceUsage.now().peakResidentBytes)
+            let latency = try await BenchLatency(runtime: runtime, options: options.latency)
+                .run(transport: cell.transport, type: cell.type, size: cell.size, timeout: options.timeout)
+            report.latencyP50Micros = latency?.p50Micros
+            report.latencyP99Micros = latency?.p99Micros
+            report.latencySamples = latency?.samples
+            reports.append(report)
         }
         return reports
     }
@@ -202,6 +216,11 @@ public struct BenchCellReport: Sendable, Codable, Hashable {
     public var cpuSeconds: BenchSpread
     /// The process's peak resident memory after the cell's last run.
     public var peakResidentBytes: Int
+    /// One-way latency, send to delivery, at ``BenchLatency/Options/rate`` messages/s: median and
+    /// 99th percentile in microseconds over ``latencySamples`` delivered messages.
+    public var latencyP50Micros: Double?
+    public var latencyP99Micros: Double?
+    public var latencySamples: Int?
     /// The median MB/s over usrsctp tsctp's at the same size (`--reference`).
     public var ratioToTsctp: Double?
     /// The median MB/s over the plain UDP blast's (`--reference`).
@@ -241,5 +260,61 @@ public struct ResourceUsage: Sendable, Hashable {
         let peak = Int(usage.ru_maxrss)  // bytes on Darwin
         #endif
         return ResourceUsage(cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime), peakResidentBytes: peak)
+    }
+}
+
+extension BenchJob {
+    /// The Conduit cells and, with ``Options/reference``, the references and each cell's ratios.
+    public struct Report: Sendable, Codable, Hashable {
+        public var cells: [BenchCellReport]
+        public var references: [BenchReferenceReport]
+
+        public init(cells: [BenchCellReport], references: [BenchReferenceReport] = []) {
+            self.cells = cells
+            self.references = references
+        }
+    }
+
+    /// Progress of one reference run: its name, size, run number, runs, and MB/s.
+    public typealias ReferenceProgress = @Sendable (_ name: String, _ size: Int, _ run: Int, _ runs: Int, _ megabytesPerSecond: Double) -> Void
+
+    /// Runs the matrix (as ``run(progress:)``), then, with ``Options/reference``, `runs` runs of
+    /// tsctp at every size and of the UDP blast, and sets each cell's ``BenchCellReport/ratioToTsctp``
+    /// (median MB/s over tsctp's median at the same size) and ``BenchCellReport/ratioToBlast``.
+    public func runReport(
+        progress: Progress = { _, _, _, _, _ in },
+        referenceProgress: ReferenceProgress = { _, _, _, _, _ in }
+    ) async throws(ConduitError) -> Report {
+        var cells = try await run(progress: progress)
+        guard let reference = options.reference else { return Report(cells: cells, references: []) }
+        var references: [BenchReferenceReport] = []
+        for size in options.sizes {
+            var rates: [Double] = []
+            for run in 1...options.runs {
+                let rate = try await BenchReferenceRun.tsctp(size: size, options: reference)
+                referenceProgress("tsctp", size, run, options.runs, rate)
+                rates.append(rate)
+            }
+            references.append(BenchReferenceReport(name: "tsctp", size: size, megabytesPerSecond: rates))
+        }
+        // The blast does not depend on the message size: measured once, compared with every cell.
+        var blastRates: [Double] = []
+        for run in 1...options.runs {
+            let rate = try await BenchReferenceRun.blast(options: reference)
+            referenceProgress("udp-blast", BenchReferenceRun.blastDatagramSize, run, options.runs, rate)
+            blastRates.append(rate)
+        }
+        let blast = BenchReferenceReport(name: "udp-blast", size: BenchReferenceRun.blastDatagramSize, megabytesPerSecond: blastRates)
+        references.append(blast)
+        for index in cells.indices {
+            let median = cells[index].megabytesPerSecond.median
+            if let tsctp = references.first(where: { $0.name == "tsctp" && $0.size == cells[index].size }), tsctp.megabytesPerSecond.median > 0 {
+                cells[index].ratioToTsctp = median / tsctp.megabytesPerSecond.median
+            }
+            if blast.megabytesPerSecond.median > 0 {
+                cells[index].ratioToBlast = median / blast.megabytesPerSecond.median
+            }
+        }
+        return Report(cells: cells, references: references)
     }
 }

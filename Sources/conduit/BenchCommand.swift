@@ -10,11 +10,17 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             Every run is in process: a listener on the transport URL (port 0: the system picks one) and a \
             sender to it, rate cap off, max(50, --count-bytes / size) fixed-size seeded messages, every \
-            payload verified. Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
+            payload verified. Then --latency-messages messages at --latency-rate per second measure \
+            one-way latency (send to delivery, one process, one clock): p50 and p99. Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
             and messages/s, the CPU seconds of the process per run, and its peak resident memory. A \
             progress line per run goes to standard error. With --json the last line \
             is one JSON object: cells (transport, type, size, runs, count, megabytesPerSecond, \
-            messagesPerSecond, cpuSeconds, peakResidentBytes).
+            messagesPerSecond, cpuSeconds, peakResidentBytes, latencyP50Micros, latencyP99Micros, \
+            latencySamples). --chart FILE writes an SVG bar chart of MB/s per size. With --reference it then runs, in the \
+            same invocation, usrsctp's tsctp (debug output off: libConduitTsctpQuiet.so preloaded) at \
+            every size and the plain UDP blast (conduit-udp-blast, 1,200-byte datagrams), --runs times \
+            each for --reference-seconds, prints them as rows and each cell's ratio to both (JSON: \
+            references, and ratioToTsctp / ratioToBlast per cell).
             """
     )
 
@@ -36,18 +42,41 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as one JSON object (the last line).")
     var json = false
 
+    @Flag(help: "Also run usrsctp's tsctp and a plain UDP blast in this run, and print the ratios.")
+    var reference = false
+
+    @Option(name: .customLong("reference-seconds"), help: "How long each reference run sends.")
+    var referenceSeconds: Double = 3
+
+    @Option(help: "usrsctp's tsctp (Debian: libusrsctp-examples).")
+    var tsctp: String = "/usr/lib/usrsctp/tsctp"
+
+    @Option(name: .customLong("latency-messages"), help: "Messages per cell for the one-way latency figures (0: off).")
+    var latencyMessages: Int = 200
+
+    @Option(name: .customLong("latency-rate"), help: "Messages per second while measuring latency.")
+    var latencyRate: Int = 200
+
+    @Option(help: "Write an SVG bar chart of throughput per message size to this file.")
+    var chart: String?
+
     func run() async throws {
         let sessionTypes = try ReportOutput.checked { () throws(ConduitError) in
             try (types.isEmpty ? ["reliable-message"] : types).map { name throws(ConduitError) in try SessionType(name: name) }
         }
-        let options = BenchJob.Options(
+        var options = BenchJob.Options(
             transports: transports.isEmpty ? ["udp://127.0.0.1:0"] : transports,
             types: sessionTypes,
             sizes: sizes.isEmpty ? [1_024, 16_384, 65_536] : sizes,
             runs: runs,
             countBytes: countBytes
         )
+        options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate)
+        if reference {
+            options.reference = BenchReferenceOptions(tsctpPath: tsctp, seconds: referenceSeconds)
+        }
         try ReportOutput.checked { () throws(ConduitError) in try options.validate() }
+        let runsPerCell = options.runs
         let registry = CommandRegistry.make()
         for url in options.transports {
             let scheme = try ReportOutput.checked { () throws(ConduitError) in try TransportURL(parsing: url).scheme }
@@ -59,34 +88,56 @@ struct BenchCommand: AsyncParsableCommand {
         var configuration = ConduitConfiguration()
         configuration.rateLimit = .unlimited
         let job = BenchJob(runtime: ConduitRuntime(configuration: configuration, registry: registry), options: options)
-        let cells = try await job.run { index, total, cell, run, figures in
+        let report = try await job.runReport(progress: { index, total, cell, run, figures in
             let scheme = (try? TransportURL(parsing: cell.transport).scheme) ?? cell.transport
             let line = String(
                 format: "[%d/%d] %@ %@ %d B run %d/%d: %.1f MB/s\n",
-                index, total, scheme, cell.type.name, cell.size, run, options.runs, figures.megabytesPerSecond
+                index, total, scheme, cell.type.name, cell.size, run, runsPerCell, figures.megabytesPerSecond
             )
             FileHandle.standardError.write(Data(line.utf8))
-        }
+        }, referenceProgress: { name, size, run, runs, rate in
+            let line = String(format: "[reference] %@ %d B run %d/%d: %.1f MB/s\n", name, size, run, runs, rate)
+            FileHandle.standardError.write(Data(line.utf8))
+        })
 
+        if let chart {
+            do {
+                try BenchChart.svg(report).write(toFile: chart, atomically: true, encoding: .utf8)
+            } catch {
+                throw ValidationError("cannot write the chart to \(chart): \(error)")
+            }
+        }
         if json {
-            try ReportOutput.printJSON(BenchReport(cells: cells))
+            try ReportOutput.printJSON(BenchReport(cells: report.cells, references: report.references))
         } else {
-            printTable(cells)
+            printTable(report.cells, references: report.references)
         }
     }
 
-    private func printTable(_ cells: [BenchCellReport]) {
+    private func printTable(_ cells: [BenchCellReport], references: [BenchReferenceReport] = []) {
         func spread(_ value: BenchSpread, _ format: String) -> String {
             "\(String(format: format, value.median)) (\(String(format: format, value.min))–\(String(format: format, value.max)))"
         }
-        let header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "CPU s median", "peak RSS"]
+        var header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "latency p50/p99 µs", "CPU s median", "peak RSS"]
+        let withReferences = !references.isEmpty
+        if withReferences { header += ["× tsctp", "× blast"] }
         var rows = [header]
         for cell in cells {
-            let row = [
+            var row = [
                 cell.transport, cell.type, "\(cell.size) B", "\(cell.runs)",
                 spread(cell.megabytesPerSecond, "%.1f"), spread(cell.messagesPerSecond, "%.0f"),
+                cell.latencyP50Micros.flatMap { p50 in cell.latencyP99Micros.map { String(format: "%.0f / %.0f", p50, $0) } } ?? "–",
                 String(format: "%.2f", cell.cpuSeconds.median), ReportOutput.bytes(cell.peakResidentBytes),
             ]
+            if withReferences {
+                row += [cell.ratioToTsctp.map { String(format: "%.2f", $0) } ?? "–", cell.ratioToBlast.map { String(format: "%.2f", $0) } ?? "–"]
+            }
+            rows.append(row)
+        }
+        for reference in references {
+            let what = reference.name == "tsctp" ? "usrsctp tsctp (debug off)" : "UDP blast (sendmmsg/recvmmsg)"
+            var row = [what, "reference", "\(reference.size) B", "\(reference.runs)", spread(reference.megabytesPerSecond, "%.1f"), "", "", "", ""]
+            row += ["", ""]
             rows.append(row)
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
@@ -100,4 +151,6 @@ struct BenchCommand: AsyncParsableCommand {
 /// `--json`: the whole report.
 struct BenchReport: Encodable {
     var cells: [BenchCellReport]
+    /// `--reference`: tsctp per size and the UDP blast (empty without it).
+    var references: [BenchReferenceReport] = []
 }

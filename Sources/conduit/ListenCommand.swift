@@ -1,5 +1,6 @@
 import ArgumentParser
 import Conduit
+import ConduitSCTP
 import ConduitTooling
 
 struct ListenCommand: AsyncParsableCommand {
@@ -36,7 +37,9 @@ struct ListenCommand: AsyncParsableCommand {
         if let expect, expect < 0 { throw ValidationError("--expect must not be negative") }
         let limit = try ReportOutput.timeout(timeout)
         let job = ListenJob(
-            runtime: try common.runtime(),
+            // sctp+udp: a peer whose first channel is not Conduit's is a standard data-channel peer;
+            // with --echo its channels are echoed too (DataChannelEcho).
+            runtime: try common.runtime(standardPeers: echo ? Self.echoStandardPeer : nil),
             url: url,
             options: .init(echo: echo, expect: expect, timeout: limit)
         )
@@ -47,6 +50,10 @@ struct ListenCommand: AsyncParsableCommand {
             printSummary(report)
         }
         if report.corrupted > 0 || report.missing > 0 { throw ExitCode.failure }
+    }
+
+    @Sendable private static func echoStandardPeer(_ association: SCTPAssociation) async {
+        await DataChannelEcho.serve(association) { ReportOutput.printNow($0) }
     }
 
     private func printSummary(_ report: ListenReport) {

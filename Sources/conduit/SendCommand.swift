@@ -37,7 +37,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Rate cap for the session: bits/s, 500kbps, 2mbps, or unlimited.")
     var rate: String = "unlimited"
 
-    @Option(help: "Channel label (kept in the report; for transports that use labels).")
+    @Option(help: "Channel label (kept in the report). On sctp+udp://, --label or --protocol opens a standard data channel instead of a Conduit call.")
     var label: String?
 
     @Option(name: .customLong("protocol"), help: "Channel subprotocol (kept in the report; for transports that use it).")
@@ -63,14 +63,17 @@ struct SendCommand: AsyncParsableCommand {
         if let label { _ = try ReportOutput.checked { () throws(ConduitError) in try ChannelLabel(label) } }
         let limit = try ReportOutput.timeout(timeout)
 
-        let job = SendJob(
-            runtime: try common.runtime(),
-            options: .init(
-                url: url, streamID: streamID, type: sessionType, count: count, sizes: sizes, rate: rateLimit,
-                label: label, protocolName: protocolName, seed: seed, verifyEcho: verifyEcho, timeout: limit
-            )
+        let options = SendJob.Options(
+            url: url, streamID: streamID, type: sessionType, count: count, sizes: sizes, rate: rateLimit,
+            label: label, protocolName: protocolName, seed: seed, verifyEcho: verifyEcho, timeout: limit
         )
-        let report = try await job.run()
+        let report: SendReport
+        if url.lowercased().hasPrefix("sctp+udp://"), label != nil || protocolName != nil {
+            // A label or protocol on sctp+udp:// means a standard data-channel peer (not a Conduit call).
+            report = try await DataChannelSendJob(options: options).run()
+        } else {
+            report = try await SendJob(runtime: try common.runtime(), options: options).run()
+        }
         if common.json {
             try ReportOutput.printJSON(report)
         } else {

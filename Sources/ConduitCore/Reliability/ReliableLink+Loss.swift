@@ -80,19 +80,19 @@ extension ReliableLink {
                 switch item {
                 case .data(let handle):
                     guard let frame = frames[handle], frame.latestPacket == packet.number else { continue }
-                    frames[handle]?.latestPacket = nil
+                    frames.update(handle) { $0.latestPacket = nil }
                     if let deadline = frame.deadline, deadline <= now {
                         resolveFrame(handle, abandoned: true, expired: true)
                     } else if !frame.mayBeRetransmitted {
                         resolveFrame(handle, abandoned: true)
                     } else {
-                        frames[handle]?.awaitingRetransmit = true
+                        frames.update(handle) { $0.awaitingRetransmit = true }
                         retransmitQueue.append(handle)
                     }
                 case .forward(let channel, let value):
                     // Resend only if this was the newest FORWARD and it is not covered by one acknowledged.
-                    guard let state = sendChannels[channel], state.lastForwardSent == value else { continue }
-                    if let acknowledged = state.forwardAcknowledged, !linkSequence(value, isAfter: acknowledged) { continue }
+                    guard sendChannels[channel]?.lastForwardSent == value else { continue }
+                    if let acknowledged = sendChannels[channel]?.forwardAcknowledged, !linkSequence(value, isAfter: acknowledged) { continue }
                     requestForward(channel)
                 case .ping:
                     break

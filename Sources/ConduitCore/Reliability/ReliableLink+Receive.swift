@@ -98,7 +98,7 @@ extension ReliableLink {
             counters.framesDroppedTooManyChannels += 1
             return false
         }
-        receiveChannels[channel] = LinkReceiveChannel(window: configuration.channelWindow)
+        receiveChannels.insert(LinkReceiveChannel(window: configuration.channelWindow), for: channel)
         return true
     }
 
@@ -122,7 +122,7 @@ extension ReliableLink {
         if data.remainingLifetimeMilliseconds == 0 {
             // Its lifetime ran out on the way: resolved, never delivered.
             counters.framesExpiredAtReceiver += 1
-            receiveChannels[data.channel]?.mark(data.sequence)
+            receiveChannels.update(data.channel) { $0.mark(data.sequence) }
             if offset == 0 { advance(data.channel, now: now) }
             return true
         }
@@ -139,11 +139,11 @@ extension ReliableLink {
             expiresAt: data.remainingLifetimeMilliseconds.map { LinkTime.add(now, Int64($0) * LinkTime.millisecond) }
         )
         receiveBufferedBytes += cost
-        receiveChannels[data.channel]?.mark(data.sequence)
+        receiveChannels.update(data.channel) { $0.mark(data.sequence) }
         if !data.isOrdered || offset == 0 {
             deliveries.append(pending)
         } else {
-            receiveChannels[data.channel]?.buffered[data.sequence] = pending
+            receiveChannels.update(data.channel) { $0.buffered[data.sequence] = pending }
         }
         if offset == 0 { advance(data.channel, now: now) }
         return true
@@ -153,16 +153,16 @@ extension ReliableLink {
     /// frames that were waiting for it.
     mutating func advance(_ channel: UInt32, now: ConduitInstant) {
         while let cumulative = receiveChannels[channel]?.cumulative, receiveChannels[channel]?.isMarked(cumulative) == true {
-            receiveChannels[channel]?.unmark(cumulative)
+            receiveChannels.update(channel) { $0.unmark(cumulative) }
             release(channel, cumulative, now: now)
-            receiveChannels[channel]?.cumulative = cumulative &+ 1
+            receiveChannels.update(channel) { $0.cumulative = cumulative &+ 1 }
         }
     }
 
     /// Hands a buffered ordered frame to the delivery queue, unless its lifetime is over.
     mutating func release(_ channel: UInt32, _ sequence: UInt32, now: ConduitInstant) {
         guard receiveChannels[channel]?.buffered.isEmpty == false,
-            let frame = receiveChannels[channel]?.buffered.removeValue(forKey: sequence)
+            let frame = receiveChannels.update(channel, { $0.buffered.removeValue(forKey: sequence) }) ?? nil
         else { return }
         if let expiry = frame.expiresAt, expiry <= now {
             counters.framesExpiredAtReceiver += 1
@@ -185,7 +185,7 @@ extension ReliableLink {
         var sequence = current
         for _ in 0..<steps {
             if receiveChannels[channel]?.isMarked(sequence) == true {
-                receiveChannels[channel]?.unmark(sequence)
+                receiveChannels.update(channel) { $0.unmark(sequence) }
                 release(channel, sequence, now: now)
             } else {
                 counters.framesSkipped += 1
@@ -193,7 +193,7 @@ extension ReliableLink {
             sequence &+= 1
         }
         counters.framesSkipped += Int(distance) - steps
-        receiveChannels[channel]?.cumulative = cumulative
+        receiveChannels.update(channel) { $0.cumulative = cumulative }
         advance(channel, now: now)
         return true
     }
@@ -248,7 +248,7 @@ extension ReliableLink {
                     resolveFrame(handle, abandoned: false)
                 case .forward(let channel, let value):
                     if let known = sendChannels[channel]?.forwardAcknowledged, !linkSequence(value, isAfter: known) { continue }
-                    sendChannels[channel]?.forwardAcknowledged = value
+                    sendChannels.update(channel) { $0.forwardAcknowledged = value }
                 case .ping:
                     break
                 }

@@ -46,7 +46,7 @@ extension ReliableLink {
         // Entries of frames acknowledged early are dropped lazily; rebuild when they dominate.
         if lifetimes.count > 2 * liveLifetimeFrames + 64 {
             var rebuilt = LinkDeadlineHeap()
-            for (handle, frame) in frames { if let deadline = frame.deadline { rebuilt.push(deadline, handle) } }
+            frames.forEach { handle, frame in if let deadline = frame.deadline { rebuilt.push(deadline, handle) } }
             lifetimes = rebuilt
         }
     }

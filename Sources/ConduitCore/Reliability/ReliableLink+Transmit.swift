@@ -197,8 +197,10 @@ extension ReliableLink {
         // 1. FORWARD frames, so receivers stop waiting as early as possible.
         while let channel = forwardQueue.first, writer.count + LinkPacket.forwardFrameSize <= limit {
             forwardQueue.removeFirst()
-            guard let state = sendChannels[channel], state.forwardQueued else { continue }
-            writeForward(channel: channel, value: state.resolvedBelow, into: &items)
+            // Values, not a copy of the channel: a copy alive across writeForward's mutation
+            // would make the channel's deques copy themselves.
+            guard sendChannels[channel]?.forwardQueued == true, let value = sendChannels[channel]?.resolvedBelow else { continue }
+            writeForward(channel: channel, value: value, into: &items)
         }
         // 2. Frames whose newest copy was lost.
         while let handle = retransmitQueue.first {
@@ -215,14 +217,18 @@ extension ReliableLink {
             guard writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { break }
             retransmitQueue.removeFirst()
             writeCopy(handle, frame, lifetime: lifetime.milliseconds, number: number, into: &items)
-            frames[handle]?.awaitingRetransmit = false
+            frames.update(handle) { $0.awaitingRetransmit = false }
             retransmitted = true
         }
         // 3. New frames, one per channel in turn.
         var turns = activeChannels.count
         while turns > 0, let channel = activeChannels.first {
             turns -= 1
-            guard let state = sendChannels[channel], let handle = state.queue.first, let frame = frames[handle] else {
+            // No copy of the channel state may live across the mutations below (a copy would make
+            // its deque of queued handles copy itself on removeFirst: once per frame sent).
+            guard let handle = sendChannels[channel]?.queue.first, let frame = frames[handle],
+                let windowOffset = sendChannels[channel]?.offset(of: frame.sequence)
+            else {
                 activeChannels.removeFirst()
                 channelsInRing.remove(channel)
                 continue
@@ -233,7 +239,7 @@ extension ReliableLink {
                 turns += 1
                 continue
             }
-            guard state.offset(of: frame.sequence) < configuration.channelWindow else {
+            guard windowOffset < configuration.channelWindow else {
                 activeChannels.append(activeChannels.removeFirst())
                 continue
             }
@@ -246,12 +252,14 @@ extension ReliableLink {
             guard writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { break }
             writer.appendData(channel: channel, sequence: frame.sequence, ordered: frame.ordered, lifetimeMilliseconds: lifetime.milliseconds, payload: frame.payload)
             items.append(.data(handle))
-            frames[handle]?.transmitted = true
-            frames[handle]?.latestPacket = number
+            frames.update(handle) {
+                $0.transmitted = true
+                $0.latestPacket = number
+            }
             queuedBytes -= frame.cost
             outstandingBytes += frame.cost
             counters.framesSent += 1
-            sendChannels[channel]?.queue.removeFirst()
+            sendChannels.update(channel) { _ = $0.queue.removeFirst() }
             popResolvedHeads(of: channel)
             activeChannels.removeFirst()
             if sendChannels[channel]?.queue.isEmpty == false {
@@ -269,11 +277,11 @@ extension ReliableLink {
                     let lifetime = lifetimeField(of: frame, now: now)
                     guard !lifetime.expired, writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { continue }
                     writeCopy(handle, frame, lifetime: lifetime.milliseconds, number: number, into: &items)
-                    frames[handle]?.awaitingRetransmit = false
+                    frames.update(handle) { $0.awaitingRetransmit = false }
                     retransmitted = true
                 case .forward(let channel, _):
-                    guard let state = sendChannels[channel], writer.count + LinkPacket.forwardFrameSize <= limit else { continue }
-                    writeForward(channel: channel, value: state.resolvedBelow, into: &items)
+                    guard let value = sendChannels[channel]?.resolvedBelow, writer.count + LinkPacket.forwardFrameSize <= limit else { continue }
+                    writeForward(channel: channel, value: value, into: &items)
                 case .ping:
                     break
                 }
@@ -291,8 +299,10 @@ extension ReliableLink {
     mutating func writeForward(channel: UInt32, value: UInt32, into items: inout [LinkSentItem]) {
         writer.appendForward(channel: channel, cumulativeSequence: value)
         items.append(.forward(channel: channel, cumulativeSequence: value))
-        sendChannels[channel]?.forwardQueued = false
-        sendChannels[channel]?.lastForwardSent = value
+        sendChannels.update(channel) {
+            $0.forwardQueued = false
+            $0.lastForwardSent = value
+        }
         counters.forwardFramesSent += 1
     }
 
@@ -300,8 +310,10 @@ extension ReliableLink {
     mutating func writeCopy(_ handle: UInt64, _ frame: OutstandingFrame, lifetime: UInt32?, number: UInt64, into items: inout [LinkSentItem]) {
         writer.appendData(channel: frame.channel, sequence: frame.sequence, ordered: frame.ordered, lifetimeMilliseconds: lifetime, payload: frame.payload)
         items.append(.data(handle))
-        frames[handle]?.retransmissions += 1
-        frames[handle]?.latestPacket = number
+        frames.update(handle) {
+            $0.retransmissions += 1
+            $0.latestPacket = number
+        }
         counters.framesRetransmitted += 1
     }
 }

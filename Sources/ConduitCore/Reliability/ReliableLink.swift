@@ -57,9 +57,9 @@ public struct ReliableLink: Sendable {
     // MARK: Sender state
 
     var nextPacketNumber: UInt64 = 0
-    var frames: [UInt64: OutstandingFrame] = [:]
+    var frames = LinkSlotMap<UInt64, OutstandingFrame>()
     var nextFrameHandle: UInt64 = 0
-    var sendChannels: [UInt32: LinkSendChannel] = [:]
+    var sendChannels = LinkSlotMap<UInt32, LinkSendChannel>()
     /// Channels with queued frames, served round-robin one frame at a time.
     var activeChannels = Deque<UInt32>()
     var channelsInRing: Set<UInt32> = []
@@ -105,7 +105,7 @@ public struct ReliableLink: Sendable {
     var ackConfirmed: UInt64?
     var windowUpdatePending = false
     var lastAdvertisedWindow: Int
-    var receiveChannels: [UInt32: LinkReceiveChannel] = [:]
+    var receiveChannels = LinkSlotMap<UInt32, LinkReceiveChannel>()
     var deliveries = Deque<LinkPendingDelivery>()
     /// Cost of frames received and not yet polled (reorder buffers included).
     public internal(set) var receiveBufferedBytes = 0
@@ -135,7 +135,7 @@ public struct ReliableLink: Sendable {
         guard queuedBytes + cost <= configuration.maxSendQueueBytes else { return .queueFull }
         if sendChannels[channel] == nil {
             guard sendChannels.count < configuration.maxChannels else { return .tooManyChannels }
-            sendChannels[channel] = LinkSendChannel()
+            sendChannels.insert(LinkSendChannel(), for: channel)
         }
         var deadline: ConduitInstant?
         var limit: Int?
@@ -144,14 +144,17 @@ public struct ReliableLink: Sendable {
         case .maxRetransmits(let count): limit = Int(count)
         case .maxPacketLifeTime(let milliseconds): deadline = LinkTime.add(now, Int64(milliseconds) * LinkTime.millisecond)
         }
-        let sequence = sendChannels[channel]?.assignSequence() ?? 0
+        let sequence = sendChannels.update(channel) { $0.assignSequence() } ?? 0
         let handle = nextFrameHandle
         nextFrameHandle += 1
-        frames[handle] = OutstandingFrame(
-            channel: channel, sequence: sequence, ordered: delivery.ordered, payload: frame,
-            deadline: deadline, retransmitLimit: limit
+        frames.insert(
+            OutstandingFrame(
+                channel: channel, sequence: sequence, ordered: delivery.ordered, payload: frame,
+                deadline: deadline, retransmitLimit: limit
+            ),
+            for: handle
         )
-        sendChannels[channel]?.queue.append(handle)
+        sendChannels.update(channel) { $0.queue.append(handle) }
         if channelsInRing.insert(channel).inserted { activeChannels.append(channel) }
         if let deadline {
             lifetimes.push(deadline, handle)
@@ -177,7 +180,7 @@ public struct ReliableLink: Sendable {
             counters.framesAbandoned += 1
             if expired { counters.framesExpired += 1 }
         }
-        if sendChannels[frame.channel]?.resolve(frame.sequence, abandoned: abandoned) == true {
+        if sendChannels.update(frame.channel, { $0.resolve(frame.sequence, abandoned: abandoned) }) == true {
             requestForward(frame.channel)
         }
     }
@@ -185,13 +188,13 @@ public struct ReliableLink: Sendable {
     /// Keeps the invariant that a channel's queue starts with a live frame.
     mutating func popResolvedHeads(of channel: UInt32) {
         while let head = sendChannels[channel]?.queue.first, frames[head] == nil {
-            sendChannels[channel]?.queue.removeFirst()
+            sendChannels.update(channel) { _ = $0.queue.removeFirst() }
         }
     }
 
     mutating func requestForward(_ channel: UInt32) {
         guard sendChannels[channel]?.forwardQueued == false else { return }
-        sendChannels[channel]?.forwardQueued = true
+        sendChannels.update(channel) { $0.forwardQueued = true }
         forwardQueue.append(channel)
     }
 

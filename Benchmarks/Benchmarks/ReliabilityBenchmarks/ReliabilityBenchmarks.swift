@@ -1,0 +1,113 @@
+// The reliability engine per packet: two ReliableLink endpoints in one process, on virtual time,
+// with no loss, exchanging full-size frames and the acknowledgements for them. This is the core
+// of what the UDP transport does for every datagram, without sockets, actors or copies into NIO.
+//
+// One measured pass moves `framesPerPass` frames of 1,150 bytes (one frame per packet at the
+// default 1,220-byte datagram size) from A to B:
+//   A.send → A.pollTransmit → B.handle(batch:) → B.pollDelivery → B.pollTransmit (ACKs)
+//   → A.handle(batch:)
+// with virtual time stepped 50 µs per round, so that the pacer and the delayed-ACK timer behave
+// as they do on a fast link. Rows marked `*` are per frame (= per data packet).
+//
+// - "Engine_reliable_ordered_1150B": one reliable, ordered channel.
+// - "Engine_unreliable_1150B": one unordered channel with maxRetransmits 0 (unreliable types).
+//
+// Only mallocCountTotal is gated; `bytesPerSecond` (frame bytes delivered per second of CPU in the
+// measured loop, both endpoints on one core) is reported.
+
+import Benchmark
+import ConduitCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+let quick = getenv("CONDUIT_BENCHMARK_QUICK").map { String(cString: $0) == "1" } ?? false
+let bytesPerSecond = BenchmarkMetric.custom("bytesPerSecond", polarity: .prefersLarger, useScalingFactor: false)
+let framesPerPass = 1_000  // a BenchmarkScalingFactor case (1, 1_000, 1_000_000, ...)
+let frameSize = 1_150
+let step = Duration.microseconds(50)
+
+/// Both endpoints, their batches and a frame to send, living across passes as a link's do.
+final class EnginePair: @unchecked Sendable {
+    var a: ReliableLink
+    var b: ReliableLink
+    var now = ConduitInstant(nanoseconds: 1_000_000_000)
+    var aToB = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
+    var bToA = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
+    let frame = [UInt8](repeating: 0xA5, count: frameSize)
+    let delivery: ReliableLink.Delivery
+
+    init(delivery: ReliableLink.Delivery) {
+        self.delivery = delivery
+        var configuration = ReliableLink.Configuration()
+        configuration.keepaliveInterval = nil
+        configuration.idleTimeout = nil
+        configuration.maxAckDelay = .milliseconds(5)
+        a = ReliableLink(configuration: configuration, now: now)
+        b = ReliableLink(configuration: configuration, now: now)
+        // Warm up outside the measured region: the congestion window opens, the tables and
+        // batches reach their working sizes.
+        _ = move(frames: 4 * framesPerPass)
+    }
+
+    /// Sends `frames` frames A→B and runs both ends until B has delivered all of them.
+    /// Returns the bytes delivered.
+    func move(frames: Int) -> Int {
+        var toQueue = frames
+        var delivered = 0
+        var rounds = 0
+        while delivered < frames {
+            while toQueue > 0, case .queued = a.send(frame, channel: 100, delivery: delivery, now: now) { toQueue -= 1 }
+            aToB.removeAll(keepingCapacity: true)
+            _ = a.pollTransmit(now: now, into: &aToB)
+            if !aToB.isEmpty { b.handle(batch: aToB, now: now) }
+            while let received = b.pollDelivery(now: now) {
+                delivered += 1
+                blackHole(received.bytes.count)
+            }
+            bToA.removeAll(keepingCapacity: true)
+            _ = b.pollTransmit(now: now, into: &bToA)
+            if !bToA.isEmpty { a.handle(batch: bToA, now: now) }
+            now = now + step
+            if let deadline = a.nextDeadline(now: now), deadline <= now { a.handleTimeout(now: now) }
+            if let deadline = b.nextDeadline(now: now), deadline <= now { b.handleTimeout(now: now) }
+            rounds += 1
+            precondition(rounds < 100 * frames + 10_000, "the engine pair stopped making progress")
+        }
+        return delivered * frameSize
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal, bytesPerSecond],
+        timeUnits: .automatic,
+        warmupIterations: quick ? 1 : 2,
+        scalingFactor: BenchmarkScalingFactor(rawValue: framesPerPass)!,
+        maxDuration: quick ? .milliseconds(100) : .milliseconds(2_000),
+        maxIterations: quick ? 3 : 500,
+        thresholds: [.mallocCountTotal: .strict, .wallClock: .none, .throughput: .none, bytesPerSecond: .none]
+    )
+
+    for (name, delivery) in [
+        ("Engine_reliable_ordered_1150B", ReliableLink.Delivery.reliableOrdered),
+        ("Engine_unreliable_1150B", Reliability(ordered: false, limit: .maxRetransmits(0))),
+    ] {
+        Benchmark(name) { benchmark, pair in
+            benchmark.startMeasurement()
+            let start = ContinuousClock.now
+            let bytes = pair.move(frames: benchmark.scaledIterations.count)
+            let elapsed = start.duration(to: .now)
+            benchmark.stopMeasurement()
+            let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+            if nanoseconds > 0 { benchmark.measurement(bytesPerSecond, Int(Double(bytes) * 1e9 / nanoseconds)) }
+        } setup: {
+            EnginePair(delivery: delivery)
+        }
+    }
+}

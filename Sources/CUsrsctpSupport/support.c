@@ -1,0 +1,187 @@
+#include "CUsrsctpSupport.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../CUsrsctp/shim.h"
+
+static conduit_sctp_debug_sink debug_sink = NULL;
+
+// usrsctp's debug callback is printf-like and variadic, which Swift cannot implement: format the
+// line here and hand it on as a plain string.
+static void debug_trampoline(const char *format, ...) {
+    conduit_sctp_debug_sink sink = debug_sink;
+    if (sink == NULL) return;
+    char line[1024];
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(line, sizeof line, format, arguments);
+    va_end(arguments);
+    sink(line);
+}
+
+void conduit_sctp_init(conduit_sctp_output output, conduit_sctp_debug_sink debug, int debug_on, uint32_t buffer_bytes) {
+    debug_sink = debug;
+    // Port 0: usrsctp opens no UDP socket of its own; every packet goes through `output`.
+    usrsctp_init_nothreads(0, output, debug_trampoline);
+    // No offload: there is no DTLS or NIC under us, so the CRC32c must be computed and checked.
+    usrsctp_disable_crc32c_offload();
+    usrsctp_sysctl_set_sctp_debug_on(debug_on ? SCTP_DEBUG_ALL : SCTP_DEBUG_NONE);
+    usrsctp_sysctl_set_sctp_pr_enable(1);
+    usrsctp_sysctl_set_sctp_reconfig_enable(1);
+    // ASCONF needs AUTH; neither is used by data channels (RFC 8831 §6.2) nor by pion.
+    usrsctp_sysctl_set_sctp_asconf_enable(0);
+    usrsctp_sysctl_set_sctp_auth_enable(0);
+    usrsctp_sysctl_set_sctp_sendspace(buffer_bytes);
+    usrsctp_sysctl_set_sctp_recvspace(buffer_bytes);
+    usrsctp_sysctl_set_sctp_max_chunks_on_queue(16 * 1024);
+    // Timers closer to WebRTC stacks than to RFC 4960's conservative defaults.
+    usrsctp_sysctl_set_sctp_rto_initial_default(1000);
+    usrsctp_sysctl_set_sctp_rto_min_default(200);
+    usrsctp_sysctl_set_sctp_rto_max_default(10000);
+    usrsctp_sysctl_set_sctp_init_rto_max_default(2000);
+    usrsctp_sysctl_set_sctp_delayed_sack_time_default(20);
+}
+
+int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu) {
+    if (usrsctp_set_upcall(so, upcall, context) < 0) return errno;
+    if (usrsctp_set_non_blocking(so, 1) < 0) return errno;
+    int on = 1;
+    if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on) < 0) return errno;
+    if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RECVRCVINFO, &on, sizeof on) < 0) return errno;
+    int size = (int)buffer_bytes;
+    usrsctp_setsockopt(so, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    usrsctp_setsockopt(so, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    struct sctp_assoc_value reset = {.assoc_id = SCTP_ALL_ASSOC, .assoc_value = SCTP_ENABLE_RESET_STREAM_REQ};
+    if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_ENABLE_STREAM_RESET, &reset, sizeof reset) < 0) {
+        reset.assoc_id = SCTP_FUTURE_ASSOC;
+        if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_ENABLE_STREAM_RESET, &reset, sizeof reset) < 0) return errno;
+    }
+    struct sctp_initmsg init = {
+        .sinit_num_ostreams = streams, .sinit_max_instreams = streams,
+        .sinit_max_attempts = init_attempts, .sinit_max_init_timeo = 0,
+    };
+    if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_INITMSG, &init, sizeof init) < 0) return errno;
+    const uint16_t events[] = {SCTP_ASSOC_CHANGE, SCTP_STREAM_RESET_EVENT, SCTP_SHUTDOWN_EVENT, SCTP_SEND_FAILED_EVENT};
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
+        struct sctp_event event = {.se_assoc_id = SCTP_ALL_ASSOC, .se_type = events[i], .se_on = 1};
+        if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event) < 0) {
+            event.se_assoc_id = SCTP_FUTURE_ASSOC;
+            if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event) < 0) return errno;
+        }
+    }
+    // There is no path MTU discovery over our UDP sockets: packets are exactly as large as asked.
+    struct sctp_paddrparams paddr;
+    memset(&paddr, 0, sizeof paddr);
+    paddr.spp_assoc_id = SCTP_FUTURE_ASSOC;
+    paddr.spp_flags = SPP_PMTUD_DISABLE;
+    paddr.spp_pathmtu = mtu;
+    // Best effort: an accepted socket inherits its listener's setting and may refuse it again.
+    usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &paddr, sizeof paddr);
+    return 0;
+}
+
+struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu) {
+    struct socket *so = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
+    if (so == NULL) return NULL;
+    int error = conduit_sctp_configure(so, upcall, context, streams, init_attempts, buffer_bytes, mtu);
+    if (error != 0) {
+        usrsctp_close(so);
+        errno = error;
+        return NULL;
+    }
+    return so;
+}
+
+static struct sockaddr_conn conn_address(uintptr_t address, uint16_t port) {
+    struct sockaddr_conn sconn;
+    memset(&sconn, 0, sizeof sconn);
+    sconn.sconn_family = AF_CONN;
+    sconn.sconn_port = htons(port);
+    sconn.sconn_addr = (void *)address;
+    return sconn;
+}
+
+int conduit_sctp_bind(struct socket *so, uintptr_t address, uint16_t port) {
+    struct sockaddr_conn sconn = conn_address(address, port);
+    return usrsctp_bind(so, (struct sockaddr *)&sconn, sizeof sconn) < 0 ? errno : 0;
+}
+
+int conduit_sctp_connect(struct socket *so, uintptr_t address, uint16_t port) {
+    struct sockaddr_conn sconn = conn_address(address, port);
+    return usrsctp_connect(so, (struct sockaddr *)&sconn, sizeof sconn) < 0 ? errno : 0;
+}
+
+int conduit_sctp_listen(struct socket *so) {
+    return usrsctp_listen(so, 1) < 0 ? errno : 0;
+}
+
+struct socket *conduit_sctp_accept(struct socket *so) {
+    return usrsctp_accept(so, NULL, NULL);
+}
+
+int conduit_sctp_send(struct socket *so, const void *data, size_t length, uint16_t stream, uint32_t ppid, int unordered, uint16_t pr_policy, uint32_t pr_value) {
+    struct sctp_sendv_spa spa;
+    memset(&spa, 0, sizeof spa);
+    spa.sendv_flags = SCTP_SEND_SNDINFO_VALID;
+    spa.sendv_sndinfo.snd_sid = stream;
+    spa.sendv_sndinfo.snd_ppid = htonl(ppid);
+    spa.sendv_sndinfo.snd_flags = unordered ? SCTP_UNORDERED : 0;
+    if (pr_policy != SCTP_PR_SCTP_NONE) {
+        spa.sendv_flags |= SCTP_SEND_PRINFO_VALID;
+        spa.sendv_prinfo.pr_policy = pr_policy;
+        spa.sendv_prinfo.pr_value = pr_value;
+    }
+    // An empty message is not sendable; callers send one zero byte with an "empty" PPID instead.
+    ssize_t sent = usrsctp_sendv(so, data, length, NULL, 0, &spa, (socklen_t)sizeof spa, SCTP_SENDV_SPA, 0);
+    return sent < 0 ? errno : 0;
+}
+
+ssize_t conduit_sctp_receive(struct socket *so, void *buffer, size_t length, uint16_t *stream, uint32_t *ppid, int *is_notification, int *is_end_of_record) {
+    struct sctp_rcvinfo info;
+    memset(&info, 0, sizeof info);
+    socklen_t info_length = sizeof info;
+    unsigned int info_type = SCTP_RECVV_NOINFO;
+    int flags = 0;
+    ssize_t received = usrsctp_recvv(so, buffer, length, NULL, NULL, &info, &info_length, &info_type, &flags);
+    if (received < 0) return -(ssize_t)errno;
+    *is_notification = (flags & MSG_NOTIFICATION) != 0;
+    *is_end_of_record = (flags & MSG_EOR) != 0;
+    if (info_type == SCTP_RECVV_RCVINFO) {
+        *stream = info.rcv_sid;
+        *ppid = ntohl(info.rcv_ppid);
+    } else {
+        *stream = 0;
+        *ppid = 0;
+    }
+    return received;
+}
+
+int conduit_sctp_reset_outgoing(struct socket *so, const uint16_t *streams, uint16_t count) {
+    size_t size = sizeof(struct sctp_reset_streams) + count * sizeof(uint16_t);
+    struct sctp_reset_streams *reset = calloc(1, size);
+    if (reset == NULL) return ENOMEM;
+    reset->srs_assoc_id = SCTP_ALL_ASSOC;
+    reset->srs_flags = SCTP_STREAM_RESET_OUTGOING;
+    reset->srs_number_streams = count;
+    memcpy(reset->srs_stream_list, streams, count * sizeof(uint16_t));
+    int result = usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RESET_STREAMS, reset, (socklen_t)size) < 0 ? errno : 0;
+    free(reset);
+    return result;
+}
+
+int conduit_sctp_outstanding(struct socket *so) {
+    struct sctp_status status;
+    memset(&status, 0, sizeof status);
+    socklen_t length = sizeof status;
+    if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_STATUS, &status, &length) < 0) return -1;
+    return (int)status.sstat_unackdata + (int)status.sstat_penddata;
+}
+
+int conduit_sctp_set_abort_on_close(struct socket *so) {
+    struct linger linger = {.l_onoff = 1, .l_linger = 0};
+    return usrsctp_setsockopt(so, SOL_SOCKET, SO_LINGER, &linger, sizeof linger) < 0 ? errno : 0;
+}

@@ -1,0 +1,95 @@
+public import ConduitCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One kernel SCTP association as a ``TransportLink``: each frame is one SCTP user message.
+///
+/// SCTP itself retransmits, orders per stream and fragments, so the link is reliable and ordered
+/// for the call (the core's reliability engine is not stacked on it) and unreliable session types
+/// get SCTP's partial reliability instead. Frames are spread over the negotiated outbound streams by
+/// their ``LinkChannelMap`` channel: the call's own frames on stream 0, each data session on
+/// `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do not wait for it.
+public final class KernelSCTPLink: TransportLink {
+    public let capabilities = TransportCapabilities(
+        isReliable: true, isOrdered: true, supportsPartialReliability: true,
+        maxDatagramSize: KernelSCTPLink.maxMessage, mtu: KernelSCTPLink.frameSize)
+    public let remoteDescription: String
+
+    /// The largest message read; the kernel fragments and reassembles anything up to it.
+    static let maxMessage = 65_536
+    /// Frames the core builds: 16 KiB, several path-MTU packets per SCTP message.
+    static let frameSize = 16_384
+    /// Messages handed to one `read`, at most.
+    static let maxMessagesPerRead = 64
+
+    private let socket: KernelSCTPSocket
+    private let streams: UInt16
+
+    init(socket: KernelSCTPSocket, remoteDescription: String) throws(ConduitError) {
+        self.socket = socket
+        self.remoteDescription = remoteDescription
+        self.streams = socket.outboundStreams()
+    }
+
+    /// The SCTP stream for a channel (see the type's comment).
+    static func stream(for channel: UInt32, streams: UInt16) -> UInt16 {
+        guard channel != LinkChannelMap.callChannel, streams > 1 else { return 0 }
+        return UInt16(1 + channel % UInt32(streams - 1))
+    }
+
+    public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+        for index in 0..<batch.count {
+            let range = batch.range(of: index)
+            let (channel, delivery) = batch.storage.withUnsafeBytes { LinkChannelMap.classify(UnsafeRawBufferPointer(rebasing: $0[range])) }
+            let stream = Self.stream(for: channel, streams: streams)
+            // A copy per frame: the bytes must outlive a suspension while the socket is full.
+            try await socket.send(batch[index], stream: stream, delivery: delivery)
+        }
+    }
+
+    public func read() async throws(ConduitError) -> DatagramBatch? {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.maxMessage, alignment: 8)
+        defer { buffer.deallocate() }
+        var batch = DatagramBatch()
+        while true {
+            switch try socket.receive(into: buffer) {
+            case .message(let count):
+                batch.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                if batch.count < Self.maxMessagesPerRead { continue }
+                return batch
+            case .wouldBlock:
+                if !batch.isEmpty { return batch }
+                guard try await socket.wait(for: Int16(POLLIN)) == .ready else { return nil }
+            case .ended:
+                return batch.isEmpty ? nil : batch
+            }
+        }
+    }
+
+    public func close() async {
+        socket.shutdownNow()
+    }
+}
+
+/// Accepts kernel SCTP associations on one address.
+public final class KernelSCTPListener: TransportListener {
+    public let localURL: TransportURL
+    private let socket: KernelSCTPSocket
+
+    init(socket: KernelSCTPSocket, localURL: TransportURL) {
+        self.socket = socket
+        self.localURL = localURL
+    }
+
+    public func accept() async throws(ConduitError) -> (any TransportLink)? {
+        guard let (accepted, peer) = try await socket.accept() else { return nil }
+        try? accepted.configure()  // SCTP_NODELAY; failing to set it only costs latency
+        return try KernelSCTPLink(socket: accepted, remoteDescription: peer)
+    }
+
+    public func close() async {
+        socket.shutdownNow()
+    }
+}

@@ -1,0 +1,68 @@
+public import ConduitCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Kernel SCTP (RFC 9260) through the socket API of RFC 6458 and lksctp-tools: `sctp://host:port`.
+///
+/// A second SCTP backend beside usrsctp (`sctp+udp://`, the default): native SCTP packets (IP
+/// protocol 132) on one-to-one style sockets (`SOCK_STREAM`, RFC 6458 section 4), where the kernel
+/// supports them. Every Conduit frame is one SCTP user message. Frames go on the SCTP stream of their
+/// data session (``LinkChannelMap/classify(_:)``), so sessions do not block each other, with the
+/// session type's delivery: ordered or unordered (`SCTP_UNORDERED`), and partial reliability
+/// (RFC 3758) through `sctp_sendv` with `SCTP_PR_SCTP_RTX` or `SCTP_PR_SCTP_TTL`.
+///
+/// Where the kernel has no SCTP (no `sctp` module, as on our CI machines and in most containers),
+/// `connect` and `listen` throw ``ConduitError/Code/unsupportedByTransport`` saying so and pointing
+/// to `sctp+udp://`. Only that path is tested here; the socket path is untested on these machines.
+public struct KernelSCTPTransport: Transport {
+    public var schemes: [String] { ["sctp"] }
+
+    /// How long `connect` waits for the association (INIT, COOKIE) before failing.
+    public var connectTimeout: Duration
+
+    public init(connectTimeout: Duration = .seconds(10)) {
+        self.connectTimeout = connectTimeout
+    }
+
+    /// Nil when this machine's kernel opens SCTP sockets, else the error `connect` and `listen` throw.
+    public static func unavailability() -> ConduitError? {
+        switch KernelSCTPSocket.open(family: AF_INET) {
+        case .success(let socket):
+            socket.closeNow()
+            return nil
+        case .failure(let error):
+            return error
+        }
+    }
+
+    public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
+        if let error = Self.unavailability() { throw error }
+        let (address, description) = try KernelSCTPSocket.resolve(url, forListening: false)
+        let socket = try KernelSCTPSocket.open(family: address.family).get()
+        do throws(ConduitError) {
+            try socket.configure()
+            try await socket.connect(to: address, timeout: connectTimeout, description: description)
+            return try KernelSCTPLink(socket: socket, remoteDescription: description)
+        } catch {
+            socket.closeNow()
+            throw error
+        }
+    }
+
+    public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
+        if let error = Self.unavailability() { throw error }
+        let (address, _) = try KernelSCTPSocket.resolve(url, forListening: true)
+        let socket = try KernelSCTPSocket.open(family: address.family).get()
+        do throws(ConduitError) {
+            try socket.configure()
+            let port = try socket.bindAndListen(address)
+            let bound = TransportURL(scheme: "sctp", host: url.host, port: port, path: url.path, query: url.query)
+            return KernelSCTPListener(socket: socket, localURL: bound)
+        } catch {
+            socket.closeNow()
+            throw error
+        }
+    }
+}

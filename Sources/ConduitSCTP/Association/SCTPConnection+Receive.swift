@@ -1,0 +1,104 @@
+import CUsrsctp
+import CUsrsctpSupport
+import ConduitCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reading the socket: user messages, DCEP and notifications, gathered from partial reads, and
+/// only while the readers' inboxes have room (otherwise SCTP's receive window does the waiting).
+extension SCTPConnection {
+    private func inboxesHaveRoom() -> Bool {
+        switch mode {
+        case .conduit: return linkInbox.hasRoom()
+        case .channels, .undecided:
+            for record in channels.values { if let handle = record.handle, !handle.inbox.hasRoom() { return false } }
+            return true
+        }
+    }
+
+    func readAvailable() {
+        let buffer = stack.receiveBuffer
+        while state != .closed, let socket, inboxesHaveRoom() {
+            var stream: UInt16 = 0, ppid: UInt32 = 0
+            var isNotification: Int32 = 0, isEnd: Int32 = 0
+            let count = conduit_sctp_receive(socket, buffer.baseAddress, buffer.count, &stream, &ppid, &isNotification, &isEnd)
+            if count < 0 {
+                let error = Int32(-count)
+                if error == EAGAIN || error == EWOULDBLOCK || error == ENOTCONN && state == .connecting { return }
+                peerClosed(SCTPErrors.system("reading from \(remoteDescription) failed", error))
+                return
+            }
+            if count == 0 {
+                peerClosed(nil)
+                return
+            }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            if isEnd == 0 || !partial.isEmpty || partialIsOversize {
+                // Part of a larger message: gather it, within the message size limit.
+                if partial.count + count > limits.maxMessageSize { partialIsOversize = true; partial = [] }
+                if !partialIsOversize { partial.append(contentsOf: chunk) }
+                guard isEnd != 0 else { continue }
+                defer { partial = []; partialIsOversize = false }
+                if partialIsOversize {
+                    statistics.droppedOversize += 1
+                    continue
+                }
+                partial.withUnsafeBytes { handle(isNotification != 0, stream: stream, ppid: ppid, $0) }
+            } else {
+                handle(isNotification != 0, stream: stream, ppid: ppid, chunk)
+            }
+        }
+    }
+
+    private func handle(_ isNotification: Bool, stream: UInt16, ppid: UInt32, _ bytes: UnsafeRawBufferPointer) {
+        if isNotification {
+            handleNotification(bytes)
+        } else {
+            receive(stream: stream, ppid: ppid, bytes)
+        }
+    }
+
+    private func handleNotification(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count >= 8 else { return }
+        let type = bytes.loadUnaligned(as: UInt16.self)
+        switch Int32(type) {
+        case SCTP_ASSOC_CHANGE:
+            guard bytes.count >= 10 else { return }
+            switch Int32(bytes.loadUnaligned(fromByteOffset: 8, as: UInt16.self)) {
+            case SCTP_COMM_UP: established()
+            case SCTP_CANT_STR_ASSOC:
+                fail(connecting: ConduitError(.connectionFailed, "no SCTP association with \(remoteDescription): INIT went unanswered \(limits.initAttempts) times"))
+            case SCTP_COMM_LOST:
+                if state == .connecting {
+                    fail(connecting: ConduitError(.connectionFailed, "the SCTP association with \(remoteDescription) could not be set up"))
+                } else {
+                    peerClosed(ConduitError(.connectionClosed, "the SCTP association with \(remoteDescription) was lost"))
+                }
+            case SCTP_SHUTDOWN_COMP: peerClosed(nil)
+            default: break
+            }
+        case SCTP_STREAM_RESET_EVENT:
+            guard bytes.count >= 12 else { return }
+            let flags = Int32(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+            let length = min(Int(bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bytes.count)
+            let streams = stride(from: 12, to: length - 1, by: 2).map { bytes.loadUnaligned(fromByteOffset: $0, as: UInt16.self) }
+            if flags & (SCTP_STREAM_RESET_DENIED | SCTP_STREAM_RESET_FAILED) != 0 {
+                statistics.resetsRefused += 1
+                if flags & SCTP_STREAM_RESET_OUTGOING_SSN != 0 { retryReset(streams) }
+                return
+            }
+            if flags & SCTP_STREAM_RESET_INCOMING_SSN != 0 { for stream in streams { incomingReset(stream) } }
+            if flags & SCTP_STREAM_RESET_OUTGOING_SSN != 0 { for stream in streams { outgoingResetDone(stream) } }
+        case SCTP_SEND_FAILED_EVENT:
+            statistics.sendsAbandoned += 1
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,79 @@
+public import ConduitCore
+import NIOCore
+
+/// One RFC 8831 data channel on an ``SCTPAssociation``: messages of text or bytes, with the
+/// channel's ordering and partial reliability. Opened by either side; closed by either side
+/// (which resets its SCTP stream, RFC 8831 section 6.7, so the stream ID can be used again).
+public final class DataChannel: Sendable {
+    /// The largest message `send` takes (and `receive` delivers; larger ones are dropped, counted).
+    public static let maxMessageSize = 256 << 10
+
+    public let streamID: UInt16
+    public let label: String
+    public let `protocol`: String
+    public let reliability: Reliability
+    public let priority: UInt16
+    let inbox: SCTPInbox<DataChannelMessage>
+    private let connection: SCTPConnection
+
+    /// Created on the stack's loop.
+    init(connection: SCTPConnection, streamID: UInt16, open: DataChannelOpen) {
+        self.connection = connection
+        self.streamID = streamID
+        self.label = open.label
+        self.protocol = open.protocol
+        self.reliability = open.channelType.reliability
+        self.priority = open.priority
+        self.inbox = SCTPInbox(maxItems: 4096, maxBytes: 8 << 20, size: { $0.bytes.count })
+        let loop = connection.stack.loop
+        // A cycle until the channel or its association ends (then the closure is cleared).
+        inbox.setOnSpace { [connection] in loop.execute { connection.scheduleService() } }
+    }
+
+    /// Sends one message; returns once usrsctp has taken it (suspends while the send buffer is full).
+    public func send(_ message: DataChannelMessage) async throws(ConduitError) {
+        guard message.bytes.count <= connection.limits.maxMessageSize else {
+            throw ConduitError(.messageTooLarge, "a \(message.bytes.count)-byte message exceeds the \(connection.limits.maxMessageSize)-byte limit of data channels")
+        }
+        let connection = self.connection, id = streamID
+        let future = connection.stack.loop.flatSubmit { () -> EventLoopFuture<Void> in
+            let promise = connection.stack.loop.makePromise(of: Void.self)
+            connection.sendOnChannel(id, message, promise: promise)
+            return promise.futureResult
+        }
+        do {
+            try await future.get()
+        } catch let error as ConduitError {
+            throw error
+        } catch {
+            throw ConduitError(.connectionClosed, "sending on data channel \(id) failed: \(error)")
+        }
+    }
+
+    /// The next message, or nil once the channel is closed (by either side) and drained.
+    public func receive() async -> DataChannelMessage? { await inbox.next(max: 1)?.first }
+
+    /// Closes the channel: resets our outgoing stream; the peer resets its own in answer.
+    public func close() async {
+        let connection = self.connection, id = streamID
+        inbox.finish(discarding: true)
+        try? await connection.stack.loop.submit { connection.closeChannel(id) }.get()
+    }
+}
+
+/// A data-channel message: text or bytes (the kind travels as the SCTP PPID, RFC 8831 section 8).
+public struct DataChannelMessage: Sendable, Hashable {
+    public var kind: DataChannelMessageKind
+    public var bytes: [UInt8]
+
+    public init(kind: DataChannelMessageKind, bytes: [UInt8]) {
+        self.kind = kind
+        self.bytes = bytes
+    }
+
+    public static func string(_ text: String) -> DataChannelMessage { DataChannelMessage(kind: .string, bytes: Array(text.utf8)) }
+    public static func binary(_ bytes: [UInt8]) -> DataChannelMessage { DataChannelMessage(kind: .binary, bytes: bytes) }
+
+    /// The text of a string message (nil for binary, or bytes that are not UTF-8).
+    public var text: String? { kind == .string ? String(validating: bytes, as: UTF8.self) : nil }
+}

@@ -1,0 +1,49 @@
+/// A message of the Data Channel Establishment Protocol (RFC 8832 section 5), read from an SCTP
+/// message with PPID 50.
+public enum DCEPMessage: Sendable, Hashable {
+    case open(DataChannelOpen)
+    case ack
+
+    /// Parses one PPID-50 message. RFC 8832 section 5: other message types are reserved; a
+    /// receiver discards them (we report them as an error for the caller to count).
+    public init(parsing bytes: some Collection<UInt8>) throws(DCEPError) {
+        guard let first = bytes.first else { throw DCEPError(.truncated, "empty DCEP message") }
+        switch first {
+        case DataChannelOpen.messageType: self = .open(try DataChannelOpen(parsing: bytes))
+        case DataChannelAck.messageType:
+            // RFC 8832 section 5.2: the ACK is exactly one byte.
+            guard bytes.count == 1 else { throw DCEPError(.lengthMismatch, "DATA_CHANNEL_ACK of \(bytes.count) bytes, expected 1") }
+            self = .ack
+        default:
+            throw DCEPError(.unknownMessageType, "unknown DCEP message type 0x\(String(first, radix: 16))")
+        }
+    }
+
+    public var bytes: [UInt8] {
+        switch self {
+        case .open(let open): open.bytes
+        case .ack: DataChannelAck().bytes
+        }
+    }
+}
+
+/// Why a DCEP message was refused. A struct with an extensible code, as in swift-nio-http2.
+public struct DCEPError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        let name: String
+        public static let truncated = Code(name: "truncated")
+        public static let lengthMismatch = Code(name: "lengthMismatch")
+        public static let unknownMessageType = Code(name: "unknownMessageType")
+        public static let unknownChannelType = Code(name: "unknownChannelType")
+        public static let invalidUTF8 = Code(name: "invalidUTF8")
+        public var description: String { name }
+    }
+
+    public let code: Code
+    public let message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { "\(code): \(message)" }
+}

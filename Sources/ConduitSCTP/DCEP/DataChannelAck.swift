@@ -1,0 +1,14 @@
+/// DATA_CHANNEL_ACK (RFC 8832 section 5.2): one byte, 0x02, sent with PPID 50 on the stream the
+/// OPEN arrived on, in answer to it.
+///
+/// ```
+///  0 1 2 3 4 5 6 7
+/// +-+-+-+-+-+-+-+-+
+/// |  Message Type |
+/// +-+-+-+-+-+-+-+-+
+/// ```
+public struct DataChannelAck: Sendable, Hashable {
+    public static let messageType: UInt8 = 0x02
+    public init() {}
+    public var bytes: [UInt8] { [Self.messageType] }
+}

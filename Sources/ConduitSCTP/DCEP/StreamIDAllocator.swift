@@ -1,0 +1,38 @@
+/// Chooses SCTP stream IDs for the channels this end opens (RFC 8832 section 6): the DTLS client
+/// uses even IDs and the server odd ones. Without DTLS, the side that connects is the client.
+///
+/// A closed channel's ID comes back only once its stream has been reset in both directions
+/// (RFC 8831 section 6.7, RFC 6525), so a late message of the old channel can never be read as
+/// one of a new channel. Lowest free ID first, so IDs stay small and get reused.
+public struct StreamIDAllocator: Sendable, Hashable {
+    public let isClient: Bool
+    /// Streams negotiated for the association: IDs are below this.
+    public let streamCount: Int
+    private var inUse: Set<UInt16> = []
+
+    public init(isClient: Bool, streamCount: Int) {
+        self.isClient = isClient
+        self.streamCount = streamCount
+    }
+
+    /// Whether `id` belongs to this end (so a peer's OPEN on it is a protocol error).
+    public func isOurs(_ id: UInt16) -> Bool { (id % 2 == 0) == isClient }
+
+    public var count: Int { inUse.count }
+
+    /// The lowest free ID of our parity, or nil when every one is taken.
+    public mutating func allocate() -> UInt16? {
+        var id = isClient ? 0 : 1
+        while id < streamCount {
+            if !inUse.contains(UInt16(id)) {
+                inUse.insert(UInt16(id))
+                return UInt16(id)
+            }
+            id += 2
+        }
+        return nil
+    }
+
+    /// Returns `id` once its stream is reset both ways.
+    public mutating func release(_ id: UInt16) { inUse.remove(id) }
+}

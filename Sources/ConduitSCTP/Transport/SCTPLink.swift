@@ -1,0 +1,122 @@
+public import ConduitCore
+import NIOCore
+
+/// A Conduit call's link over one SCTP association: each frame written is one SCTP message on
+/// the data channel of its Conduit channel (see ``SCTPConduitMapping``); every message received,
+/// on any channel, is one datagram for the reader.
+public final class SCTPLink: TransportLink {
+    public let capabilities = SCTPConduitMapping.capabilities
+    public let remoteDescription: String
+    let connection: SCTPConnection
+
+    /// How long a goodbye waits for the frames written before it.
+    static let goodbyeDrainLimit = TimeAmount.seconds(10)
+
+    init(connection: SCTPConnection) {
+        self.connection = connection
+        self.remoteDescription = connection.remoteDescription
+    }
+
+    public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+        guard !batch.isEmpty else { return }
+        var goodbye: Int?
+        for index in 0..<batch.count {
+            let count = batch.range(of: index).count
+            if count > capabilities.maxDatagramSize {
+                throw ConduitError(.protocolViolation, "a \(count)-byte datagram exceeds this SCTP link's limit of \(capabilities.maxDatagramSize)")
+            }
+            if goodbye == nil, batch.withDatagram(index, LinkChannelMap.isGoodbye) { goodbye = index }
+        }
+        guard let goodbye else { return try await send(batch, 0..<batch.count) }
+        // Streams are independent, so a goodbye could overtake earlier frames: send it once they
+        // are acknowledged.
+        try await send(batch, 0..<goodbye)
+        await waitUntilQuiescent()
+        try await send(batch, goodbye..<batch.count)
+    }
+
+    private func send(_ batch: DatagramBatch, _ range: Range<Int>) async throws(ConduitError) {
+        guard !range.isEmpty else { return }
+        let connection = self.connection
+        let future = connection.stack.loop.flatSubmit { () -> EventLoopFuture<Void> in
+            let promise = connection.stack.loop.makePromise(of: Void.self)
+            for index in range {
+                let failed = batch.withDatagram(index) { frame -> ConduitError? in
+                    do throws(ConduitError) {
+                        let (stream, delivery) = try connection.conduitStream(for: frame)
+                        connection.send(stream: stream, ppid: .binary, bytes: frame, delivery: delivery, promise: index == range.upperBound - 1 ? promise : nil)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failed {
+                    promise.fail(failed)
+                    break
+                }
+            }
+            return promise.futureResult
+        }
+        do {
+            try await future.get()
+        } catch let error as ConduitError {
+            throw error
+        } catch {
+            throw ConduitError(.connectionClosed, "writing to \(remoteDescription) failed: \(error)")
+        }
+    }
+
+    private func waitUntilQuiescent() async {
+        let connection = self.connection
+        let deadline = NIODeadline.now() + Self.goodbyeDrainLimit
+        while NIODeadline.now() < deadline {
+            let outstanding = (try? await connection.stack.loop.submit { connection.outstanding }.get()) ?? 0
+            if outstanding == 0 { return }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    public func read() async throws(ConduitError) -> DatagramBatch? {
+        guard let messages = await connection.linkInbox.next() else { return nil }
+        var batch = DatagramBatch(reservingBytes: messages.reduce(0) { $0 + $1.count }, datagrams: messages.count)
+        for message in messages { batch.append(message) }
+        return batch
+    }
+
+    /// Ends reads and shuts the association down gracefully (what was written is still
+    /// delivered). Never waits for the peer.
+    public func close() async {
+        let connection = self.connection
+        connection.linkInbox.finish(discarding: true)
+        try? await connection.stack.loop.submit { connection.close() }.get()
+    }
+
+    /// Counts for this link's association.
+    public func statistics() async -> SCTPAssociationStatistics {
+        let connection = self.connection
+        return (try? await connection.stack.loop.submit { connection.currentStatistics }.get()) ?? SCTPAssociationStatistics()
+    }
+}
+
+extension SCTPConnection {
+    /// The stream and delivery of one Conduit frame, opening its channel on first use.
+    func conduitStream(for frame: UnsafeRawBufferPointer) throws(ConduitError) -> (UInt16, Reliability) {
+        let (key, delivery) = LinkChannelMap.classify(frame)
+        var streamDelivery = delivery
+        if let stream = conduitStreams[key] {
+            if channels[stream]?.acked != true { streamDelivery.ordered = true }
+            return (stream, streamDelivery)
+        }
+        let type = SCTPConduitMapping.sessionType(of: frame)
+        let reliability = type.map(Reliability.for) ?? delivery
+        let open = DataChannelOpen(
+            reliability: reliability,
+            label: SCTPConduitMapping.label(forChannel: key, type: type),
+            protocol: SCTPConduitMapping.protocolName
+        )
+        let (stream, _) = try openChannel(open, withHandle: false)
+        conduitStreams[key] = stream
+        streamDelivery.ordered = true
+        return (stream, streamDelivery)
+    }
+}

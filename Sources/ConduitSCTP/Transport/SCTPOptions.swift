@@ -1,0 +1,51 @@
+public import ConduitCore
+
+/// The options of an `sctp+udp://HOST:PORT?...` URL.
+///
+/// - `sctp-port`: the SCTP port of both ends (default 5000, as WebRTC uses, RFC 8841 section 5).
+/// - `connect-timeout-ms`: how long `connect` retransmits its INIT before giving up (default 5000).
+/// - `streams`: SCTP streams offered each way (default 1024, 16...65535): at most half of them
+///   carry channels this end opens at one time.
+/// - `init-attempts`: INIT transmissions before usrsctp itself gives up (default 8).
+/// - `mtu`: SCTP packet size, which is the UDP payload size (default 1200, safe on any path, as
+///   WebRTC stacks use; 576...64000: above about 65000 usrsctp stalls large messages on our
+///   sockets). There is no path MTU discovery: packets are this large.
+///   On loopback a large value (64000) cuts per-packet work many times over.
+public struct SCTPOptions: Sendable, Hashable {
+    public static let scheme = "sctp+udp"
+    static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts", "mtu"]
+
+    public var sctpPort: Int
+    public var connectTimeoutMilliseconds: Int
+    public var streams: Int
+    public var initAttempts: Int
+    public var mtu: Int
+
+    public init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
+        guard url.scheme == Self.scheme else {
+            throw ConduitError(.invalidAddress, "\(url) is not an sctp+udp:// URL")
+        }
+        guard let port = url.port, url.path.isEmpty else {
+            throw ConduitError(.invalidAddress, "an SCTP-over-UDP address is sctp+udp://HOST:PORT, got \(url)")
+        }
+        guard listening || port != 0 else {
+            throw ConduitError(.invalidAddress, "cannot connect to port 0 (\(url))")
+        }
+        if let unknown = url.query.keys.sorted().first(where: { !Self.known.contains($0) }) {
+            throw ConduitError(.invalidConfiguration, "unknown sctp+udp option '\(unknown)' (known: \(Self.known.joined(separator: ", ")))")
+        }
+        sctpPort = try url.intOption("sctp-port", default: 5000, in: 1...65_535)
+        connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
+        streams = try url.intOption("streams", default: 1024, in: 16...65_535)
+        initAttempts = try url.intOption("init-attempts", default: 8, in: 1...255)
+        mtu = try url.intOption("mtu", default: 1200, in: 576...64_000)
+    }
+
+    var limits: SCTPLimits {
+        SCTPLimits(streams: UInt16(streams), initAttempts: UInt16(initAttempts), localPort: UInt16(sctpPort), remotePort: UInt16(sctpPort), mtu: UInt32(mtu))
+    }
+
+    var connectTimeoutText: String {
+        connectTimeoutMilliseconds % 1000 == 0 ? "\(connectTimeoutMilliseconds / 1000) s" : "\(connectTimeoutMilliseconds) ms"
+    }
+}

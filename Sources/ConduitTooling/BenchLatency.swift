@@ -1,0 +1,163 @@
+public import Conduit
+import Synchronization
+
+/// One-way latency of one bench cell at a fixed, moderate rate (not flat out, where latency is
+/// only queueing): a listener and a sender in this process on the cell's transport, messages of
+/// the cell's size sent on an absolute schedule, each carrying its send instant (nanoseconds on
+/// the process's continuous clock since the run began) as its message timestamp. The receiver
+/// reads the same clock when the whole message is delivered to it, so each sample is the true
+/// send-to-delivery time through the API, transport and back, with no clock offset to estimate.
+public struct BenchLatency: Sendable {
+    public struct Options: Sendable, Hashable {
+        /// Messages per cell; 0 turns the measurement off.
+        public var messages: Int
+        /// Messages per second.
+        public var rate: Int
+
+        public init(messages: Int = 200, rate: Int = 200) {
+            self.messages = messages
+            self.rate = rate
+        }
+    }
+
+    /// Percentiles of the delivered messages, in microseconds (nearest rank).
+    public struct Figures: Sendable, Hashable {
+        public var samples: Int
+        public var p50Micros: Double
+        public var p99Micros: Double
+
+        /// Nil when there are no samples.
+        public init?(microseconds values: [Double]) {
+            guard !values.isEmpty else { return nil }
+            let sorted = values.sorted()
+            func rank(_ p: Double) -> Double { sorted[max(0, min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1))] }
+            samples = sorted.count
+            p50Micros = rank(0.50)
+            p99Micros = rank(0.99)
+        }
+    }
+
+    public var runtime: ConduitRuntime
+    public var options: Options
+
+    public init(runtime: ConduitRuntime, options: Options) {
+        self.runtime = runtime
+        self.options = options
+    }
+
+    /// Measures one cell. Reliable types must deliver every message; unreliable ones may lose some
+    /// (the figures cover what arrived).
+    public func run(transport: String, type: SessionType, size: Int, timeout: Duration) async throws(ConduitError) -> Figures? {
+        guard options.messages > 0 else { return nil }
+        guard options.rate > 0 else { throw ConduitError(.invalidConfiguration, "latency rate must be positive (got \(options.rate))") }
+        let count = options.messages
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        let origin = ContinuousClock.now
+        let samples = Samples(expected: count)
+
+        let listener = try await runtime.listen(on: transport, as: "bench-latency-listener")
+        let receiving = Task {
+            guard let call = try? await listener.accept() else { return }
+            await listener.close()
+            await Self.receive(on: call, samples: samples, origin: origin)
+            await call.hangUp()
+        }
+        let watchdog = Watchdog(deadline: deadline) {
+            receiving.cancel()
+            await listener.close()
+            samples.finish()
+        }
+        defer { watchdog.cancel() }
+
+        let call: Call
+        do throws(ConduitError) {
+            call = try await runtime.connect(to: listener.url.description, as: "bench-latency-sender")
+        } catch {
+            receiving.cancel()
+            await listener.close()
+            throw error
+        }
+        do throws(ConduitError) {
+            let session = try await call.makeOutboundDataSession(streamID: 101, type: type)
+            let payload = [UInt8](repeating: 0xA5, count: size)
+            let interval = Duration.nanoseconds(1_000_000_000 / Int64(options.rate))
+            let start = ContinuousClock.now
+            for index in 0..<count where !watchdog.hasFired {
+                try? await Task.sleep(until: start + interval * index, clock: .continuous)
+                let sentAt = UInt64(origin.duration(to: .now).nanoseconds)
+                try await session.send(payload, timestamp: sentAt)
+            }
+            // Reliable types deliver everything; unreliable ones get a short grace for stragglers.
+            await samples.waitForAll(until: type.isReliable ? deadline : min(deadline, .now + .seconds(1)))
+            await session.close()
+        } catch {
+            await call.hangUp()
+            receiving.cancel()
+            throw error
+        }
+        await call.hangUp()
+        receiving.cancel()
+        let values = samples.values
+        if type.isReliable, values.count < count, !watchdog.hasFired {
+            throw ConduitError(.protocolViolation, "latency run on \(transport): \(values.count) of \(count) reliable messages arrived")
+        }
+        return Figures(microseconds: values)
+    }
+
+    private static func receive(on call: Call, samples: Samples, origin: ContinuousClock.Instant) async {
+        for await event in call.events {
+            guard case .dataSessionIncoming(let streamID, _, let type) = event else {
+                if case .disconnected = event { return }
+                continue
+            }
+            guard let inbound = try? await call.makeInboundDataSession(streamID: streamID, expecting: type) else { continue }
+            var aggregator = type.isMessage ? nil : FragmentAggregator(streamID: streamID, sessionType: type)
+            while let event = await inbound.events.next() {
+                let timestamp: UInt64
+                switch event {
+                case .message(let message): timestamp = message.timestamp
+                case .fragment(let fragment):
+                    guard let whole = aggregator?.add(fragment, now: .zero) else { continue }
+                    timestamp = whole.timestamp
+                case .closed: return
+                }
+                let now = UInt64(origin.duration(to: .now).nanoseconds)
+                samples.add(microseconds: Double(now &- timestamp) / 1_000)
+            }
+            return
+        }
+    }
+
+    /// The receiver's samples, bounded by the number of messages sent.
+    private final class Samples: Sendable {
+        private let state: Mutex<(values: [Double], finished: Bool)>
+        private let expected: Int
+
+        init(expected: Int) {
+            self.expected = expected
+            state = Mutex(([], false))
+        }
+
+        func add(microseconds: Double) {
+            state.withLock { if $0.values.count < expected { $0.values.append(microseconds) } }
+        }
+
+        func finish() { state.withLock { $0.finished = true } }
+
+        var values: [Double] { state.withLock { $0.values } }
+
+        func waitForAll(until deadline: ContinuousClock.Instant) async {
+            while ContinuousClock.now < deadline {
+                if state.withLock({ $0.values.count >= expected || $0.finished }) { return }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+}
+
+extension Duration {
+    fileprivate var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,201 @@
+public import Conduit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `conduit bench --reference` measures beside Conduit, in the same run: usrsctp's own
+/// `tsctp` (Debian's libusrsctp-examples) with its debug output kept off by preloading
+/// `libConduitTsctpQuiet.so`, at each message size, and a plain UDP blast of 1,200-byte datagrams
+/// (`conduit-udp-blast`, sendmmsg/recvmmsg). Each is a pair of child processes on 127.0.0.1 with
+/// free ephemeral ports, bounded in time and killed (SIGKILL) at the end of every run.
+public struct BenchReferenceOptions: Sendable, Hashable {
+    public var tsctpPath: String
+    public var quietLibraryPath: String
+    public var blastPath: String
+    /// How long each reference sends.
+    public var seconds: Double
+
+    public init(
+        tsctpPath: String = "/usr/lib/usrsctp/tsctp",
+        quietLibraryPath: String = BenchReferenceOptions.besideExecutable("libConduitTsctpQuiet.so"),
+        blastPath: String = BenchReferenceOptions.besideExecutable("conduit-udp-blast"),
+        seconds: Double = 3
+    ) {
+        self.tsctpPath = tsctpPath
+        self.quietLibraryPath = quietLibraryPath
+        self.blastPath = blastPath
+        self.seconds = seconds
+    }
+
+    /// `name` in the directory of the running executable: SwiftPM builds the library and the
+    /// blast beside `conduit` (and beside the test bundle).
+    public static func besideExecutable(_ name: String) -> String {
+        var buffer = [CChar](repeating: 0, count: 4_096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return name }
+        let path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/") else { return name }
+        return "\(path[..<slash])/\(name)"
+    }
+
+    /// Refuses missing programs and silly durations before anything runs.
+    public func validate() throws(ConduitError) {
+        guard seconds >= 0.5, seconds <= 60 else {
+            throw ConduitError(.invalidConfiguration, "reference seconds must be 0.5...60 (got \(seconds))")
+        }
+        for (path, what) in [(tsctpPath, "usrsctp's tsctp (apt-get install libusrsctp-examples)"),
+                             (blastPath, "conduit-udp-blast (swift build builds it beside conduit)")]
+        where access(path, X_OK) != 0 {
+            throw ConduitError(.invalidConfiguration, "\(path) is not an executable: --reference needs \(what)")
+        }
+        guard access(quietLibraryPath, R_OK) == 0 else {
+            throw ConduitError(.invalidConfiguration, "\(quietLibraryPath) is missing: --reference needs libConduitTsctpQuiet.so (swift build builds it beside conduit)")
+        }
+    }
+}
+
+/// One reference row of the report (`--json`: an element of `references`).
+public struct BenchReferenceReport: Sendable, Codable, Hashable {
+    /// `tsctp` or `udp-blast`.
+    public var name: String
+    /// Message size (tsctp) or datagram size (the blast).
+    public var size: Int
+    public var runs: Int
+    /// What the receiving side measured.
+    public var megabytesPerSecond: BenchSpread
+
+    public init(name: String, size: Int, megabytesPerSecond: [Double]) {
+        self.name = name
+        self.size = size
+        runs = megabytesPerSecond.count
+        self.megabytesPerSecond = BenchSpread(megabytesPerSecond) ?? BenchSpread(median: 0, min: 0, max: 0)
+    }
+}
+
+/// Single runs of the references.
+public enum BenchReferenceRun {
+    public static let blastDatagramSize = 1_200
+
+    /// One tsctp run: a server (`-E port -L 127.0.0.1`), then, once its UDP encapsulation port is
+    /// bound, a client sending `size`-byte messages for `seconds`. The receiver's MB/s.
+    public static func tsctp(size: Int, options: BenchReferenceOptions) async throws(ConduitError) -> Double {
+        let serverPort = try freeUDPPort()
+        var clientPort = try freeUDPPort()
+        while clientPort == serverPort { clientPort = try freeUDPPort() }
+        let environment = ["LD_PRELOAD": options.quietLibraryPath]
+        let server = try ChildProcess(path: options.tsctpPath, arguments: ["-E", "\(serverPort)", "-L", "127.0.0.1"], environment: environment)
+        defer { server.kill() }
+        // The client's INIT must not race the server's bind (an INIT lost to an ICMP error waits a
+        // whole retransmission timeout): wait until the port shows in /proc/net/udp.
+        let bindDeadline = ContinuousClock.now + .seconds(5)
+        while !udpPortIsBound(serverPort) {
+            guard !server.hasExited, ContinuousClock.now < bindDeadline else {
+                throw ConduitError(.connectionFailed, "tsctp server did not bind UDP port \(serverPort): \(server.text())")
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let client = try ChildProcess(
+            path: options.tsctpPath,
+            arguments: ["-E", "\(clientPort)", "-U", "\(serverPort)", "-l", "\(size)", "-T", "\(Int(options.seconds.rounded(.up)))", "127.0.0.1"],
+            environment: environment)
+        defer { client.kill() }
+        guard await client.waitForExit(until: ContinuousClock.now + .seconds(options.seconds + 20)) else {
+            throw ConduitError(.timedOut, "tsctp client (\(size) B) did not finish; client: \(client.text()) server: \(server.text())")
+        }
+        // The server prints one CSV line per association when it ends:
+        // length, messages sent, messages received, bytes, seconds, bytes/s, ...
+        let received = await server.waitForLine(until: ContinuousClock.now + .seconds(3)) { line -> Double? in
+            let fields = line.split(separator: ",").map { $0.trimmingSpaces }
+            guard fields.count >= 6, Int(fields[0]) == size, let rate = Double(fields[5]) else { return nil }
+            return rate / 1e6
+        }
+        if let received, received > 0 { return received }
+        // Otherwise the sender's figure: "Throughput was 41029049.486431 Byte/sec."
+        let sent = await client.waitForLine(until: ContinuousClock.now) { line -> Double? in
+            guard line.hasPrefix("Throughput was ") else { return nil }
+            return line.dropFirst("Throughput was ".count).split(separator: " ").first.flatMap { Double($0) }.map { $0 / 1e6 }
+        }
+        guard let sent, sent > 0 else {
+            throw ConduitError(.protocolViolation, "tsctp (\(size) B) reported no throughput; client: \(client.text()) server: \(server.text())")
+        }
+        return sent
+    }
+
+    /// One blast run: the receiver on an ephemeral port, the sender for `seconds`. The receiver's MB/s.
+    public static func blast(options: BenchReferenceOptions) async throws(ConduitError) -> Double {
+        let receiver = try ChildProcess(path: options.blastPath, arguments: ["recv", "0"])
+        defer { receiver.kill() }
+        guard let port = await receiver.waitForLine(until: ContinuousClock.now + .seconds(5), { line -> Int? in
+            line.hasPrefix("listening ") ? Int(line.dropFirst("listening ".count)) : nil
+        }) else {
+            throw ConduitError(.connectionFailed, "conduit-udp-blast recv did not listen: \(receiver.text())")
+        }
+        let sender = try ChildProcess(path: options.blastPath, arguments: ["send", "\(port)", "\(options.seconds)"])
+        defer { sender.kill() }
+        guard await sender.waitForExit(until: ContinuousClock.now + .seconds(options.seconds + 10)) else {
+            throw ConduitError(.timedOut, "conduit-udp-blast send did not finish: \(sender.text())")
+        }
+        // "recv bytes N seconds S MB/s X", after the end marker or 2 s of silence.
+        let rate = await receiver.waitForLine(until: ContinuousClock.now + .seconds(5)) { line -> Double? in
+            guard line.hasPrefix("recv bytes "), let value = line.split(separator: " ").last else { return nil }
+            return Double(value)
+        }
+        guard let rate, rate > 0 else {
+            throw ConduitError(.protocolViolation, "conduit-udp-blast recv reported nothing: \(receiver.text())")
+        }
+        return rate
+    }
+
+    /// A UDP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+    static func freeUDPPort() throws(ConduitError) -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ConduitError(.connectionFailed, "socket: \(ChildProcess.describeErrno())") }
+        defer { _ = close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw ConduitError(.connectionFailed, "bind 127.0.0.1:0: \(ChildProcess.describeErrno())") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether some socket has UDP port `port` bound (IPv4 or IPv6), from /proc/net/udp{,6}.
+    static func udpPortIsBound(_ port: Int) -> Bool {
+        let needle = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4) + " "
+        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+            guard let file = fopen(table, "r") else { continue }
+            defer { fclose(file) }
+            var line = [CChar](repeating: 0, count: 512)
+            while fgets(&line, Int32(line.count), file) != nil {
+                let text = String(decoding: line.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                // "  12: 0100007F:26A3 00000000:0000 07 ...": the local address is the second field.
+                let fields = text.split(separator: " ", omittingEmptySubsequences: true)
+                if fields.count > 1, (fields[1] + " ").hasSuffix(needle) { return true }
+            }
+        }
+        return false
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: Substring {
+        var text = self
+        while text.first == " " { text.removeFirst() }
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

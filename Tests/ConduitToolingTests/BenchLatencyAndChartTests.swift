@@ -1,0 +1,70 @@
+import Conduit
+import ConduitTooling
+import Testing
+
+@Suite("conduit bench: latency percentiles and the SVG chart", .timeLimit(.minutes(1)))
+struct BenchLatencyAndChartTests {
+    @Test func percentilesAreNearestRank() throws {
+        let figures = try #require(BenchLatency.Figures(microseconds: (1...100).map(Double.init).shuffled()))
+        #expect(figures.samples == 100)
+        #expect(figures.p50Micros == 50)
+        #expect(figures.p99Micros == 99)
+        let one = try #require(BenchLatency.Figures(microseconds: [7]))
+        #expect(one.p50Micros == 7 && one.p99Micros == 7)
+        #expect(BenchLatency.Figures(microseconds: []) == nil)
+    }
+
+    /// Every message of a reliable session yields one sample; percentiles are ordered and positive.
+    @Test(arguments: [SessionType.reliableMessage, .reliableBytes])
+    func latencyOnLoopbackCountsEveryMessage(_ type: SessionType) async throws {
+        let latency = BenchLatency(runtime: .forToolingTests(), options: .init(messages: 40, rate: 400))
+        let figures = try #require(try await latency.run(transport: "loopback://latency-\(type.name)", type: type, size: 4_096, timeout: .seconds(20)))
+        #expect(figures.samples == 40)
+        #expect(figures.p50Micros > 0)
+        #expect(figures.p50Micros <= figures.p99Micros)
+    }
+
+    @Test func benchCellsCarryLatencyUnlessTurnedOff() async throws {
+        var options = BenchJob.Options(
+            transports: ["loopback://bench-latency"], types: [.reliableMessage], sizes: [1_024], runs: 1,
+            countBytes: 64 * 1_024, timeout: .seconds(20))
+        options.latency = .init(messages: 20, rate: 500)
+        let cell = try #require(try await BenchJob(runtime: .forToolingTests(), options: options).run().first)
+        #expect(cell.latencySamples == 20)
+        #expect((cell.latencyP50Micros ?? 0) > 0 && (cell.latencyP99Micros ?? 0) >= (cell.latencyP50Micros ?? .infinity))
+
+        options.latency = .init(messages: 0)
+        let off = try #require(try await BenchJob(runtime: .forToolingTests(), options: options).run().first)
+        #expect(off.latencySamples == nil && off.latencyP50Micros == nil && off.latencyP99Micros == nil)
+
+        options.latency = .init(messages: 10, rate: 0)
+        #expect(throws: ConduitError.self) { try options.validate() }
+    }
+
+    @Test func chartHasABarPerCellAndReference() throws {
+        func cell(_ transport: String, _ size: Int, _ rate: Double) -> BenchCellReport {
+            var report = BenchCellReport(
+                cell: .init(transport: transport, type: .reliableMessage, size: size),
+                runs: [], peakResidentBytes: 0)
+            report.megabytesPerSecond = BenchSpread(median: rate, min: rate * 0.9, max: rate * 1.1)
+            return report
+        }
+        let report = BenchJob.Report(
+            cells: [cell("udp://127.0.0.1:0", 1_024, 90), cell("udp://127.0.0.1:0", 65_536, 120), cell("loopback://x", 1_024, 400)],
+            references: [
+                BenchReferenceReport(name: "tsctp", size: 1_024, megabytesPerSecond: [60]),
+                BenchReferenceReport(name: "tsctp", size: 65_536, megabytesPerSecond: [150]),
+                BenchReferenceReport(name: "udp-blast", size: 1_200, megabytesPerSecond: [700]),
+            ])
+        let svg = BenchChart.svg(report)
+        #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+        #expect(svg.hasSuffix("</svg>\n"))
+        // 3 cells + 2 tsctp + the blast in each of the 2 size groups.
+        #expect(svg.components(separatedBy: "class=\"bar\"").count - 1 == 7)
+        #expect(svg.contains(">1 KiB</text>") && svg.contains(">64 KiB</text>"))
+        #expect(svg.contains("usrsctp tsctp (debug off)") && svg.contains("UDP blast, 1200-byte datagrams"))
+        #expect(svg.contains("udp://127.0.0.1:0 reliable-message, 65536 B: 120 MB/s"))
+        // The tallest bar (the blast, 700) sets the axis: 1000.
+        #expect(svg.contains(">1000</text>"))
+    }
+}

@@ -1,0 +1,498 @@
+// sctp-pion: an independent RFC 8831/8832 data-channel peer (pion/sctp + pion/datachannel, from
+// Debian's golang-github-pion-sctp-dev and golang-github-pion-datachannel-dev) for Conduit's
+// interoperability tests. It runs SCTP directly over plain UDP, without DTLS or ICE: every UDP
+// payload is one SCTP packet (RFC 6951 framing), SCTP port 5000 on both ends. Loopback only.
+//
+// Build in GOPATH mode: GO111MODULE=off GOPATH=/usr/share/gocode go run ./Tests/Interop/sctp-pion
+//
+//	-role server|client   server binds -local and waits; client dials -remote
+//	-local ADDR           where to bind (default 127.0.0.1:0, an ephemeral port)
+//	-remote ADDR          the server's address (client only)
+//	-label L -protocol P  the channel this side opens (client always; server only if -label is set)
+//	-ordered=BOOL         ordered delivery on that channel (default true)
+//	-max-retransmits N    partial reliability, RTX policy (default -1: off)
+//	-max-lifetime-ms N    partial reliability, TTL policy (default -1: off)
+//	-count N -size N      messages this side sends on its channel, and their size in bytes
+//	-echo                 echo every message on every channel the peer opens (same type)
+//	-expect-echo=BOOL     the peer echoes what this side sends (default true): check every echo
+//	-timeout S            hard limit on the whole run in seconds (default 20)
+//
+// The server prints `READY 127.0.0.1:PORT` on stdout once its socket is bound, learns its peer from
+// the first datagram and accepts every channel the peer opens (DCEP, RFC 8832 section 6). Messages
+// alternate between string (PPID 51, ASCII so valid UTF-8) and binary (PPID 53), with content fixed
+// by their index, so that echoes are checked byte for byte and type for type: in order on ordered
+// channels, as a multiset on unordered ones.
+//
+// The last line on stdout is always one JSON object:
+//
+//	{"channels":[{"label":..,"protocol":..}],   channels the peer opened, in order of arrival
+//	 "sent":N,        messages this side originated on its own channel
+//	 "received":N,    user messages received on all channels (echoes of ours included)
+//	 "echoed":N,      echoedBack + verified
+//	 "echoedBack":N,  messages this side echoed back (-echo)
+//	 "verified":N,    echoes of our own messages that came back identical, type included
+//	 "mismatches":N,  echoes that matched nothing we sent (content or type differ)
+//	 "strings":N, "binaries":N,   received messages by type
+//	 "error":"..."}   present only when the run failed
+//
+// It exits when its work is done: a client (or a server with -label) once every echo is back, or
+// right after sending with -expect-echo=false; with -echo, only when the peer ends the association.
+// A server with only -echo ends when the peer closes the association. The exit status is 0 when the
+// association came up, nothing mismatched and every expected echo came back; otherwise 1.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/logging"
+	"github.com/pion/sctp"
+)
+
+// Large enough for any message we exchange; pion refuses bigger ones on send.
+const maxMessage = 256 * 1024
+
+// The most this side keeps queued in pion before waiting: a bounded sender.
+const maxBuffered = 1 << 20
+
+type options struct {
+	role, local, remote, label, protocol string
+	ordered, echo, expectEcho            bool
+	maxRetransmits, maxLifetimeMs        int
+	count, size                          int
+	timeout                              float64
+}
+
+type channelInfo struct {
+	Label    string `json:"label"`
+	Protocol string `json:"protocol"`
+}
+
+type report struct {
+	Channels   []channelInfo `json:"channels"`
+	Sent       int           `json:"sent"`
+	Received   int           `json:"received"`
+	Echoed     int           `json:"echoed"`
+	EchoedBack int           `json:"echoedBack"`
+	Verified   int           `json:"verified"`
+	Mismatches int           `json:"mismatches"`
+	Strings    int           `json:"strings"`
+	Binaries   int           `json:"binaries"`
+	Error      string        `json:"error,omitempty"`
+}
+
+var (
+	mu          sync.Mutex
+	stats       = report{Channels: []channelInfo{}}
+	established bool
+	finishOnce  sync.Once
+)
+
+// finish prints the report and ends the process; only the first call does anything.
+func finish(failure error) {
+	finishOnce.Do(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stats.Echoed = stats.EchoedBack + stats.Verified
+		if failure == nil && stats.Mismatches > 0 {
+			failure = fmt.Errorf("%d echoes did not match", stats.Mismatches)
+		}
+		if failure == nil && !established {
+			failure = errors.New("the association never came up")
+		}
+		if failure != nil {
+			stats.Error = failure.Error()
+			fmt.Fprintf(os.Stderr, "sctp-pion: %v\n", failure)
+		}
+		line, _ := json.Marshal(stats)
+		fmt.Fprintln(os.Stdout, string(line))
+		os.Stdout.Sync()
+		if failure != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	})
+	select {} // another goroutine is exiting
+}
+
+// udpConn is the net.Conn pion reads and writes: one peer on an unconnected UDP socket. Datagrams
+// from anyone else are dropped, and ICMP errors (ECONNREFUSED while the server is not up yet) are
+// not fatal, so INIT is simply retransmitted (RFC 9260 section 5.1, T1-init).
+type udpConn struct {
+	*net.UDPConn
+	peerMu sync.Mutex
+	peer   *net.UDPAddr
+}
+
+func (c *udpConn) currentPeer() *net.UDPAddr {
+	c.peerMu.Lock()
+	defer c.peerMu.Unlock()
+	return c.peer
+}
+
+func (c *udpConn) Read(p []byte) (int, error) {
+	for {
+		n, from, err := c.UDPConn.ReadFromUDP(p)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				continue
+			}
+			return 0, err
+		}
+		c.peerMu.Lock()
+		if c.peer == nil {
+			c.peer = from // the server learns its peer from the first datagram
+		}
+		same := c.peer.IP.Equal(from.IP) && c.peer.Port == from.Port
+		c.peerMu.Unlock()
+		if same {
+			return n, nil
+		}
+	}
+}
+
+func (c *udpConn) Write(p []byte) (int, error) {
+	peer := c.currentPeer()
+	if peer == nil {
+		return 0, errors.New("no peer yet")
+	}
+	n, err := c.UDPConn.WriteToUDP(p, peer)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return len(p), nil // a lost packet for SCTP, which retransmits
+	}
+	return n, err
+}
+
+func (c *udpConn) RemoteAddr() net.Addr { return c.currentPeer() }
+
+// message is what this side sends as message index: strings on even indexes, binary on odd ones.
+func message(index, size int) ([]byte, bool) {
+	isString := index%2 == 0
+	out := make([]byte, size)
+	for j := range out {
+		if isString {
+			out[j] = byte('a' + (index+j)%26)
+		} else {
+			out[j] = byte(index*31 + j*7 + 1)
+		}
+	}
+	return out, isString
+}
+
+// channelConfig is the DCEP open of RFC 8832 section 5.1 for the options given.
+func channelConfig(o options) *datachannel.Config {
+	config := &datachannel.Config{
+		Label:         o.label,
+		Protocol:      o.protocol,
+		LoggerFactory: logging.NewDefaultLoggerFactory(),
+	}
+	switch {
+	case o.maxRetransmits >= 0:
+		config.ChannelType = datachannel.ChannelTypePartialReliableRexmit
+		config.ReliabilityParameter = uint32(o.maxRetransmits)
+	case o.maxLifetimeMs >= 0:
+		config.ChannelType = datachannel.ChannelTypePartialReliableTimed
+		config.ReliabilityParameter = uint32(o.maxLifetimeMs)
+	default:
+		config.ChannelType = datachannel.ChannelTypeReliable
+	}
+	if !o.ordered {
+		config.ChannelType |= 0x80 // the unordered bit of the channel type
+	}
+	return config
+}
+
+func countReceived(isString bool) {
+	stats.Received++
+	if isString {
+		stats.Strings++
+	} else {
+		stats.Binaries++
+	}
+}
+
+// echoLoop serves one channel the peer opened: counts every message and, with -echo, sends it back.
+func echoLoop(dc *datachannel.DataChannel, echo bool) {
+	buffer := make([]byte, maxMessage)
+	for {
+		n, isString, err := dc.ReadDataChannel(buffer)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		countReceived(isString)
+		mu.Unlock()
+		if echo {
+			if _, err := dc.WriteDataChannel(buffer[:n], isString); err != nil {
+				return
+			}
+			mu.Lock()
+			stats.EchoedBack++
+			mu.Unlock()
+		}
+	}
+}
+
+// openAndSend opens this side's channel, sends -count messages and checks their echoes. Stream IDs
+// follow RFC 8832 section 6 with the connecting side as the DTLS client would be: even for the
+// client, odd for the server.
+func openAndSend(association *sctp.Association, o options, streamID uint16) error {
+	stream, err := association.OpenStream(streamID, sctp.PayloadTypeWebRTCBinary)
+	if err != nil {
+		return err
+	}
+	config := channelConfig(o)
+	dc, err := datachannel.Client(stream, config)
+	if err != nil {
+		return err
+	}
+	// datachannel.Client leaves the sender's own stream reliable and ordered: apply the policy.
+	unordered := config.ChannelType&0x80 != 0
+	switch config.ChannelType & 0x7F {
+	case datachannel.ChannelTypePartialReliableRexmit:
+		stream.SetReliabilityParams(unordered, sctp.ReliabilityTypeRexmit, config.ReliabilityParameter)
+	case datachannel.ChannelTypePartialReliableTimed:
+		stream.SetReliabilityParams(unordered, sctp.ReliabilityTypeTimed, config.ReliabilityParameter)
+	default:
+		stream.SetReliabilityParams(unordered, sctp.ReliabilityTypeReliable, 0)
+	}
+
+	// RFC 8832 section 6.6: until DATA_CHANNEL_ACK arrives the opener sends ordered messages only,
+	// so an unordered channel waits for the ACK (seen by the reader below) before sending.
+	acked := make(chan struct{})
+	var ackOnce sync.Once
+	dc.OnOpen(func() { ackOnce.Do(func() { close(acked) }) })
+	echoes := make(chan bool, 64) // one value per echo read; closed when the channel ends
+	go readOwnChannel(dc, o, echoes)
+	if !o.ordered {
+		<-acked
+	}
+	for index := 0; index < o.count; index++ {
+		for dc.BufferedAmount() > maxBuffered {
+			time.Sleep(time.Millisecond)
+		}
+		payload, isString := message(index, o.size)
+		if _, err := dc.WriteDataChannel(payload, isString); err != nil {
+			return err
+		}
+		mu.Lock()
+		stats.Sent++
+		mu.Unlock()
+	}
+	if !o.expectEcho {
+		for dc.BufferedAmount() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	// A reliable channel returns every echo (or the run times out); a partially reliable one may
+	// abandon some (RFC 3758), so it is done once the echoes stop for a second.
+	partial := o.maxRetransmits >= 0 || o.maxLifetimeMs >= 0
+	for seen := 0; seen < o.count; seen++ {
+		if !partial {
+			if _, open := <-echoes; !open {
+				return nil
+			}
+			continue
+		}
+		select {
+		case _, open := <-echoes:
+			if !open {
+				return nil
+			}
+		case <-time.After(time.Second):
+			return nil
+		}
+	}
+	return nil
+}
+
+// readOwnChannel reads what comes back on our own channel. With -expect-echo each message must be
+// one we sent, same bytes and type: on an ordered channel in order (skips allowed only when
+// partially reliable, since abandoned messages never arrive), on an unordered one in any order,
+// each at most once.
+func readOwnChannel(dc *datachannel.DataChannel, o options, echoes chan<- bool) {
+	defer close(echoes)
+	partial := o.maxRetransmits >= 0 || o.maxLifetimeMs >= 0
+	outstanding := map[string]int{} // content and type -> how many are still expected
+	key := func(payload []byte, isString bool) string { return fmt.Sprintf("%t:%s", isString, payload) }
+	if !o.ordered {
+		for index := 0; index < o.count; index++ {
+			outstanding[key(message(index, o.size))]++
+		}
+	}
+	buffer := make([]byte, maxMessage)
+	next := 0 // on ordered channels, the index of the next echo expected
+	for {
+		n, isString, err := dc.ReadDataChannel(buffer)
+		if err != nil {
+			return
+		}
+		got := buffer[:n]
+		matched := false
+		switch {
+		case !o.expectEcho:
+		case o.ordered:
+			last := next
+			if partial {
+				last = o.count - 1
+			}
+			for index := next; index <= last && index < o.count; index++ {
+				want, wantString := message(index, o.size)
+				if isString == wantString && string(got) == string(want) {
+					matched, next = true, index+1
+					break
+				}
+			}
+			if !matched && !partial {
+				next++ // keep checking the rest in step
+			}
+		default:
+			if k := key(got, isString); outstanding[k] > 0 {
+				outstanding[k]--
+				matched = true
+			}
+		}
+		mu.Lock()
+		countReceived(isString)
+		if matched {
+			stats.Verified++
+		} else if o.expectEcho {
+			stats.Mismatches++
+		}
+		mu.Unlock()
+		if o.expectEcho {
+			echoes <- matched
+		}
+	}
+}
+
+func parse() options {
+	var o options
+	flag.StringVar(&o.role, "role", "", "server or client")
+	flag.StringVar(&o.local, "local", "127.0.0.1:0", "local UDP address")
+	flag.StringVar(&o.remote, "remote", "", "remote UDP address (client)")
+	flag.StringVar(&o.label, "label", "", "label of the channel this side opens")
+	flag.StringVar(&o.protocol, "protocol", "", "protocol of the channel this side opens")
+	flag.BoolVar(&o.ordered, "ordered", true, "ordered delivery")
+	flag.IntVar(&o.maxRetransmits, "max-retransmits", -1, "partial reliability: retransmissions")
+	flag.IntVar(&o.maxLifetimeMs, "max-lifetime-ms", -1, "partial reliability: lifetime in ms")
+	flag.IntVar(&o.count, "count", 10, "messages to send")
+	flag.IntVar(&o.size, "size", 64, "bytes per message")
+	flag.BoolVar(&o.echo, "echo", false, "echo messages on channels the peer opens")
+	flag.BoolVar(&o.expectEcho, "expect-echo", true, "check that the peer echoes what we send")
+	flag.Float64Var(&o.timeout, "timeout", 20, "hard limit in seconds")
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parse()
+	switch {
+	case o.role != "server" && o.role != "client":
+		finish(errors.New("-role must be server or client"))
+	case o.role == "client" && o.remote == "":
+		finish(errors.New("a client needs -remote"))
+	case o.size < 0 || o.size > maxMessage || o.count < 0:
+		finish(fmt.Errorf("-size must be 0...%d and -count at least 0", maxMessage))
+	case o.timeout <= 0 || o.timeout > 600:
+		finish(errors.New("-timeout must be in (0, 600] seconds"))
+	}
+	// Whatever happens, the run ends within -timeout.
+	time.AfterFunc(time.Duration(o.timeout*float64(time.Second)), func() {
+		mu.Lock()
+		// Serving echoes until stopped is a normal end for a server that opened nothing.
+		onlyEchoing := o.role == "server" && o.label == ""
+		mu.Unlock()
+		if onlyEchoing {
+			finish(nil)
+		}
+		finish(fmt.Errorf("timed out after %gs", o.timeout))
+	})
+
+	local, err := net.ResolveUDPAddr("udp", o.local)
+	if err != nil {
+		finish(err)
+	}
+	socket, err := net.ListenUDP("udp", local)
+	if err != nil {
+		finish(err)
+	}
+	conn := &udpConn{UDPConn: socket}
+	config := sctp.Config{NetConn: conn, MaxMessageSize: maxMessage, LoggerFactory: logging.NewDefaultLoggerFactory()}
+	var association *sctp.Association
+	if o.role == "server" {
+		fmt.Printf("READY %s\n", socket.LocalAddr().String())
+		os.Stdout.Sync()
+		association, err = sctp.Server(config)
+	} else {
+		if conn.peer, err = net.ResolveUDPAddr("udp", o.remote); err != nil {
+			finish(err)
+		}
+		association, err = sctp.Client(config)
+	}
+	if err != nil {
+		finish(err)
+	}
+	mu.Lock()
+	established = true
+	mu.Unlock()
+
+	// Accept every channel the peer opens, for as long as the association lives.
+	associationEnded := make(chan struct{})
+	go func() {
+		defer close(associationEnded)
+		var accepted []*datachannel.DataChannel
+		for {
+			dc, err := datachannel.Accept(association, &datachannel.Config{LoggerFactory: logging.NewDefaultLoggerFactory()}, accepted...)
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return // the association is gone
+				}
+				continue // a new stream that did not start with a valid DCEP open: not a channel
+			}
+			accepted = append(accepted, dc)
+			mu.Lock()
+			stats.Channels = append(stats.Channels, channelInfo{Label: dc.Config.Label, Protocol: dc.Config.Protocol})
+			mu.Unlock()
+			go echoLoop(dc, o.echo)
+		}
+	}()
+
+	opens := o.role == "client" || o.label != ""
+	if opens {
+		streamID := uint16(0)
+		if o.role == "server" {
+			streamID = 1
+		}
+		if err := openAndSend(association, o, streamID); err != nil {
+			finish(err)
+		}
+		mu.Lock()
+		missing := o.count - stats.Verified
+		mu.Unlock()
+		partial := o.maxRetransmits >= 0 || o.maxLifetimeMs >= 0
+		if o.expectEcho && missing > 0 && !partial {
+			finish(fmt.Errorf("%d echoes never came back", missing))
+		}
+		if !o.echo {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = association.Shutdown(ctx) // graceful: SHUTDOWN, RFC 9260 section 9.2
+			cancel()
+			_ = association.Close()
+			finish(nil)
+		}
+	}
+	<-associationEnded
+	finish(nil)
+}
