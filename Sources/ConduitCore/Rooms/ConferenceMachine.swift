@@ -156,6 +156,13 @@ public struct ConferenceMachine: Sendable {
         controlOut.append(RoomControlFrame.extension(id: id, member: member, body: body).encoded)
         return true
     }
+
+    /// Sends an extension message to the relay itself (member 0), as invitation requests are.
+    public mutating func sendRelayExtension(_ id: UInt8, body: [UInt8]) -> Bool {
+        guard isConnected, body.count <= RoomControlFrame.maxExtensionBytes else { return false }
+        controlOut.append(RoomControlFrame.extension(id: id, member: 0, body: body).encoded)
+        return true
+    }
 }
 
 /// The knobs of a conference client.
@@ -214,6 +221,8 @@ public enum ConferenceEvent: Sendable, Hashable {
     case tooLongQueuedData(SessionKey, enabled: Bool)
     case sendQueueHasRoom(SessionKey)
     case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
+    /// An extension message from the relay itself (member 0): invitation replies and events.
+    case relayExtensionReceived(id: UInt8, body: [UInt8])
     /// A track was published (by this side: the relay confirmed it) or unpublished.
     case trackPublished(ChannelLabel, by: PeerID, Reliability)
     case trackUnpublished(ChannelLabel, by: PeerID)
