@@ -38,24 +38,24 @@ extension ConferenceEngine {
         _ make: (inout InvitationClient) throws(InvitationError) -> InvitationMessage
     ) async throws(InvitationError) -> InvitationClient.Update {
         guard !invitationState.isEnded, !isEnded else { throw InvitationError(.notConnected, "the conference has ended") }
-        var client = invitationState.client ?? InvitationClient(me: localPeer)
-        defer { invitationState.client = client }
-        let message = try make(&client)
+        // No suspension from here to the send: the client is updated in place, and replies
+        // (which arrive on this actor) find the request in flight.
+        if invitationState.client == nil { invitationState.client = InvitationClient(me: localPeer) }
+        let message = try make(&invitationState.client!)
+        let tag = message.tag
         let body: [UInt8]
         do { body = try message.encoded() } catch {
-            client.abandonRequest(tag: message.tag)
+            invitationState.client!.abandonRequest(tag: tag)
             throw InvitationError(.customDataTooLarge, "the request cannot be encoded: \(error)")
         }
         guard body.count <= RoomControlFrame.maxExtensionBytes else {
-            client.abandonRequest(tag: message.tag)
+            invitationState.client!.abandonRequest(tag: tag)
             throw InvitationError(.customDataTooLarge, "the request is \(body.count) bytes; one frame carries \(RoomControlFrame.maxExtensionBytes)")
         }
         guard sendRelayExtension(RelayInvitations.extensionID, body: body) else {
-            client.abandonRequest(tag: message.tag)
+            invitationState.client!.abandonRequest(tag: tag)
             throw InvitationError(.notConnected, "not connected to the relay")
         }
-        invitationState.client = client
-        let tag = message.tag
         return await withCheckedContinuation { invitationState.waiters[tag] = $0 }
     }
 
