@@ -330,3 +330,96 @@ extension Array {
         return out
     }
 }
+
+@Suite("Invitations at scale through a relay over loopback")
+struct InvitationScaleTests {
+    @Test("2,000 concurrent invitations from 10 inviters to 10 invitees all settle exactly once; the relay's book is empty after")
+    func twoThousandInvitations() async throws {
+        var configuration = RelayConfiguration()
+        configuration.invitations.maxOpenInvitationsPerInviter = 256
+        let relay = try await LoopbackRoom.start(name: "inv-scale", relay: configuration)
+        let inviterIDs = (0..<10).map { PeerID(stringLiteral: "caller\($0)") }
+        let inviteeIDs = (0..<10).map { PeerID(stringLiteral: "callee\($0)") }
+        let inviters = try await inviterIDs.asyncMap { try await Lobbyist.join($0, relay) }
+        // The invitees' invitation events are read by the answering task below, not by a log.
+        let invitees = try await inviteeIDs.asyncMap { try await relay.join($0, room: "lobby2").0 }
+        let perInviter = 200
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        // Every invitee answers each ring as it comes: accept when the data says so, else reject.
+        let answering = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for invitee in invitees {
+                    group.addTask {
+                        var answered = 0
+                        for await event in invitee.invitationEvents {
+                            guard case .newInvitation(let ring) = event else { continue }
+                            if ring.data.last! % 2 == 0 {
+                                try await invitee.accept(ring.id, data: ring.data)
+                            } else {
+                                try await invitee.reject(ring.id, data: ring.data)
+                            }
+                            answered += 1
+                            if answered == perInviter { break }
+                        }
+                        return answered
+                    }
+                }
+                var total = 0
+                for try await count in group { total += count }
+                return total
+            }
+        }
+
+        let outcomes = try await within("2,000 invitations to settle", limit: .seconds(120)) {
+            try await withThrowingTaskGroup(of: [(InvitationOutcome, UInt8)].self) { group in
+                for (i, inviter) in inviters.enumerated() {
+                    group.addTask {
+                        try await withThrowingTaskGroup(of: (InvitationOutcome, UInt8).self) { mine in
+                            for j in 0..<perInviter {
+                                mine.addTask {
+                                    let marker = UInt8(j % 256)
+                                    let receipt = try await inviter.conference.invite([inviteeIDs[(i + j) % 10]], data: [UInt8(i), marker], timeout: .seconds(60))
+                                    let outcome = try #require(await inviter.conference.outcome(of: receipt.id))
+                                    return (outcome, marker)
+                                }
+                            }
+                            var all: [(InvitationOutcome, UInt8)] = []
+                            for try await one in mine { all.append(one) }
+                            return all
+                        }
+                    }
+                }
+                var all: [(InvitationOutcome, UInt8)] = []
+                for try await some in group { all += some }
+                return all
+            }
+        }
+        let elapsed = start.duration(to: clock.now)
+        print("2,000 concurrent invitations settled in \(elapsed)")
+        #expect(try await within("the invitees' answers") { try await answering.value } == 2_000)
+        #expect(outcomes.count == 2_000)
+        #expect(Set(outcomes.map(\.0.id)).count == 2_000)
+        for (outcome, marker) in outcomes {
+            let invitee = outcome.view.invitees[0]
+            #expect(outcome.view.states == [marker % 2 == 0 ? .accepted : .rejected])
+            #expect(outcome.answerData[invitee]?.last == marker)
+        }
+        let invitations = await relay.server.invitations
+        #expect(invitations.book.openCount == 0)
+        #expect(invitations.book.trackedPeerCount == 0)
+        #expect(invitations.book.pendingDeliveryCount == 0)
+        #expect(invitations.book.tombstoneCount == 2_000)
+        #expect(invitations.malformedRequests == 0)
+        #expect(invitations.requestsHandled == 4_000)
+        let everyone = inviters.map(\.conference) + invitees
+        for conference in everyone {
+            #expect(await conference.openInvitations.isEmpty)
+            #expect(await conference.droppedInvitationMessages == 0)
+        }
+        for conference in everyone { await conference.leave() }
+        #expect(await relay.server.invitations.onlinePeerCount == 0)
+        await relay.server.shutdown()
+    }
+}
