@@ -38,6 +38,7 @@ extension Conference {
     /// Invites `peers`. `timeout` is rounded up to whole seconds (the wire's unit); `.zero` means
     /// never. With `onlineOnly`, peers not on the relay now are left out (listed in the receipt),
     /// and the invite is refused with `inviteesOffline` if none is.
+    @discardableResult
     public func invite(
         _ peers: [PeerID], group: RoomID? = nil, data: [UInt8] = [], timeout: Duration, onlineOnly: Bool = false
     ) async throws(InvitationError) -> InvitationReceipt {

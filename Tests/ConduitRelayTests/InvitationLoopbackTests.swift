@@ -259,8 +259,8 @@ struct InvitationLoopbackTests {
         try await alice.invitations.wait(for: "the real accept") { $0 == .inviteeAccepted(receipt.id, invitee: "bob", data: []) }
         // A late answer after the end: the other answer is refused.
         #expect(await code { try await bob.conference.reject(receipt.id) } == .unknownInvitation)
-        #expect(await code { try await alice.conference.invite(["alice"], timeout: .zero) } == .invalidInviteeList)
-        #expect(await code { try await alice.conference.invite(["zoe"], timeout: .zero, onlineOnly: true) } == .inviteesOffline)
+        #expect(await code { _ = try await alice.conference.invite(["alice"], timeout: .zero) } == .invalidInviteeList)
+        #expect(await code { _ = try await alice.conference.invite(["zoe"], timeout: .zero, onlineOnly: true) } == .inviteesOffline)
         for conference in [alice.conference, bob.conference, eve.conference] { await conference.leave() }
         await relay.server.shutdown()
     }
