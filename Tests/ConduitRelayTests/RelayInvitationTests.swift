@@ -48,6 +48,8 @@ struct RelayInvitationTests {
         let bobGot = try h.invitationMessages("bob")
         #expect(bobGot == [.event(.newInvitation(NewInvitation(id: id, inviter: "alice", groupID: nil, invitees: ["bob"], data: Array("room-7".utf8), timeoutSeconds: 30)))])
         #expect(h.relay.statistics.extensionsRelayed == 0)
+        // A client cannot address extension 1 to a member: it is the relay's.
+        #expect(h.clients["alice"]!.machine.sendExtension(RelayInvitations.extensionID, to: "bob", body: [1]) == false)
         #expect(h.relay.invitations.book.openCount == 1)
         #expect(h.relay.invitations.onlinePeerCount == 2)
 

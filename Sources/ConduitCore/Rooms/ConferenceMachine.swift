@@ -150,9 +150,10 @@ public struct ConferenceMachine: Sendable {
 
     // MARK: Extensions
 
-    /// Sends an extension message (invitations and the like) to one member, through the relay.
+    /// Sends an extension message to one member, through the relay. Extension 1 is the relay's
+    /// own (invitations, see ``RelayInvitations``): false for it.
     public mutating func sendExtension(_ id: UInt8, to peer: PeerID, body: [UInt8]) -> Bool {
-        guard isConnected, body.count <= RoomControlFrame.maxExtensionBytes, let member = member(for: peer) else { return false }
+        guard isConnected, id != RelayInvitations.extensionID, body.count <= RoomControlFrame.maxExtensionBytes, let member = member(for: peer) else { return false }
         controlOut.append(RoomControlFrame.extension(id: id, member: member, body: body).encoded)
         return true
     }
