@@ -169,3 +169,45 @@ struct RelayInvitationTests {
         #expect(h.relay.invitations.undeliverableEvents == 1)
     }
 }
+
+extension RelayInvitationTests {
+    @Test("a peer in two rooms: events reach both of its connections; it leaves the book only with its last one")
+    func peerWithTwoConnections() throws {
+        var h = Self.harness(["alice", "bob"])
+        // bob also joins room "call" on a second connection (client "bob@call", peer bob).
+        let second = RelayConnectionID(h.nextConnection)
+        h.nextConnection += 1
+        _ = h.relay.connectionOpened(second, now: h.now)
+        let token = RoomHarness.token(room: "call", peer: "bob")
+        h.clients["bob@call"] = RoomHarness.Client(
+            connection: second,
+            machine: ConferenceMachine(room: "call", localPeer: "bob", token: Array(token.utf8), configuration: .init(session: .init(rateLimit: .unlimited)), now: h.now))
+        h.pump()
+        _ = h.take("bob@call")
+        #expect(h.relay.invitations.onlinePeerCount == 2)
+
+        let id = try h.aliceInvites(["bob"])
+        let ring = InvitationMessage.event(.newInvitation(NewInvitation(id: id, inviter: "alice", groupID: nil, invitees: ["bob"], data: Array("room-7".utf8), timeoutSeconds: 0)))
+        #expect(try h.invitationMessages("bob") == [ring])
+        #expect(try h.invitationMessages("bob@call") == [ring])
+
+        // The lobby connection goes; bob is still online through the call room.
+        h.clients["bob"]!.machine.leave()
+        h.pump()
+        #expect(h.relay.invitations.isOnline("bob"))
+        #expect(try h.invitationMessages("alice").isEmpty)
+        try h.request("bob@call", .accept(tag: 1, id, data: []))
+        #expect(try h.invitationMessages("bob@call") == [.done(tag: 1, id)])
+        #expect(try h.invitationMessages("alice") == [.event(.inviteeAccepted(id, invitee: "bob", data: []))])
+
+        // With its last connection gone, bob's own open invitation is cancelled.
+        try h.request("bob@call", .invite(tag: 2, InvitationRequest(invitees: ["alice"])))
+        guard case .invited(2, let receipt)? = try h.invitationMessages("bob@call").first else { Issue.record("no invited"); return }
+        _ = try h.invitationMessages("alice")
+        h.clients["bob@call"]!.machine.leave()
+        h.pump()
+        #expect(!h.relay.invitations.isOnline("bob"))
+        #expect(try h.invitationMessages("alice") == [.event(.invitationCancelled(receipt.id, inviter: "bob", data: [], reason: .inviterLeft))])
+        #expect(h.relay.invitations.book.openCount == 0)
+    }
+}
