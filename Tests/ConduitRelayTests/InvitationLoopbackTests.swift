@@ -215,6 +215,35 @@ struct InvitationLoopbackTests {
         await relay.server.shutdown()
     }
 
+    @Test("hanging up before the answer: cancelling the caller's task cancels the invitation; a call to a peer not on the relay is refused")
+    func callerHangsUp() async throws {
+        let relay = try await LoopbackRoom.start(name: "inv-hangup")
+        let alice = try await Lobbyist.join("alice", relay)
+        let bob = try await Lobbyist.join("bob", relay)
+        let runtime = relay.runtime
+        let caller = Task {
+            try await runtime.placeCall(on: alice.conference, to: "bob", room: "call-7", relay: relay.url, token: relay.token("alice", room: "call-7"), timeout: .seconds(60))
+        }
+        let ring = try await bob.invitations.ring()
+        caller.cancel()
+        do {
+            _ = try await within("the cancelled call to end") { try await caller.value }
+            Issue.record("a cancelled call was answered")
+        } catch let error as CallNotAnswered {
+            #expect(error.reason == .cancelled)
+        }
+        try await bob.invitations.wait(for: "bob hears the hang-up") { $0 == .invitationCancelled(ring.id, inviter: "alice", data: [], reason: .cancelledByInviter) }
+        #expect(await code { _ = try await bob.conference.accept(ring.id) } == .unknownInvitation)
+        do {
+            _ = try await runtime.placeCall(on: alice.conference, to: "zoe", room: "call-8", relay: relay.url, token: relay.token("alice", room: "call-8"), timeout: .seconds(5))
+            Issue.record("a call to nobody was placed")
+        } catch let error as InvitationError {
+            #expect(error.code == .inviteesOffline)
+        }
+        for conference in [alice.conference, bob.conference] { await conference.leave() }
+        await relay.server.shutdown()
+    }
+
     @Test("cancel racing accept: exactly one wins, as the relay saw them, and both sides end with the same states", arguments: 0..<8)
     func cancelRacesAccept(round: Int) async throws {
         let relay = try await LoopbackRoom.start(name: "inv-race-\(round)")
