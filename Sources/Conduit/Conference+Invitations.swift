@@ -76,7 +76,8 @@ extension Conference {
     /// Open invitations this side made or received.
     public var openInvitations: [InvitationView] { get async { await engine.openInvitations } }
 
-    /// Invitation messages from the relay that were malformed or matched nothing here.
+    /// Invitation messages from the relay that were malformed or matched nothing here, plus
+    /// events dropped because ``invitationEvents`` was left unread past its bound (8,192).
     public var droppedInvitationMessages: Int { get async { await engine.invitationDrops } }
 
     static func expectDone(_ update: InvitationClient.Update) throws(InvitationError) {

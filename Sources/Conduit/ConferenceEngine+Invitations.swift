@@ -29,6 +29,8 @@ struct ConferenceInvitationState: Sendable {
     var recentOrder = Deque<InvitationID>()
     /// Relay messages that did not parse (the client counts the ones that parsed but matched nothing).
     var malformedMessages = 0
+    /// Events not queued because the app left ``InvitationEventChannel/capacity`` unread.
+    var droppedEvents = 0
     var isEnded = false
 }
 
@@ -74,7 +76,7 @@ extension ConferenceEngine {
                 invitationState.waiters.removeValue(forKey: tag)?.resume(returning: update)
             case .event(let event):
                 noteAnswer(event)
-                invitationChannel.sink.yield(event)
+                if case .dropped = invitationChannel.sink.yield(event) { invitationState.droppedEvents += 1 }
             case .ended(let id, let view):
                 let outcome = InvitationOutcome(view: view, answerData: invitationState.answers.removeValue(forKey: id) ?? [:])
                 remember(outcome)
@@ -110,7 +112,9 @@ extension ConferenceEngine {
 
     func invitationView(_ id: InvitationID) -> InvitationView? { invitationState.client?.view(id) }
     var openInvitations: [InvitationView] { invitationState.client?.openInvitations ?? [] }
-    var invitationDrops: Int { invitationState.malformedMessages + (invitationState.client?.droppedMessages ?? 0) }
+    var invitationDrops: Int {
+        invitationState.malformedMessages + invitationState.droppedEvents + (invitationState.client?.droppedMessages ?? 0)
+    }
 
     /// The link is gone: every waiting caller hears `notConnected`, the event stream ends.
     func endInvitations() {
