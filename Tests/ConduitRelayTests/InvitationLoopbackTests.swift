@@ -80,6 +80,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 /// Invitations end to end: `Conference` clients, a real `RelayServer`, the loopback transport.
 @Suite("Invitations through a relay over loopback")
 struct InvitationLoopbackTests {
+
     @Test("1:1 call: the caller invites with a room ID, the callee accepts, both join the room and exchange data-session messages")
     func callAccepted() async throws {
         let relay = try await LoopbackRoom.start(name: "inv-call")
@@ -252,9 +253,20 @@ struct InvitationLoopbackTests {
         let receipt = try await alice.conference.invite(["bob"], data: bytes("call-6"), timeout: .seconds(30))
         _ = try await bob.invitations.ring()
         let id = receipt.id
-        async let cancel = code { try await alice.conference.cancel(id) }
-        async let accept = code { try await bob.conference.accept(id) }
-        let (cancelCode, acceptCode) = await (cancel, accept)
+        // Both requests are in flight at once; even rounds start the accept first, odd the cancel,
+        // so both orders reach the relay across the rounds.
+        let cancelCode: InvitationError.Code?
+        let acceptCode: InvitationError.Code?
+        if round % 2 == 0 {
+            async let accept = code { try await bob.conference.accept(id) }
+            async let cancel = code { try await alice.conference.cancel(id) }
+            (acceptCode, cancelCode) = await (accept, cancel)
+        } else {
+            async let cancel = code { try await alice.conference.cancel(id) }
+            async let accept = code { try await bob.conference.accept(id) }
+            (cancelCode, acceptCode) = await (cancel, accept)
+        }
+
         #expect((cancelCode == nil) != (acceptCode == nil), "exactly one of cancel (\(String(describing: cancelCode))) and accept (\(String(describing: acceptCode))) succeeds")
         let aliceOutcome = try #require(await alice.conference.outcome(of: id))
         let bobOutcome = try #require(await bob.conference.outcome(of: id))
