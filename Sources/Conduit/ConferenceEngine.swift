@@ -25,6 +25,10 @@ actor ConferenceEngine: OutboundSessionEngine {
         var publisher: PeerID
     }
 
+    /// Invitations through the relay (issue 8): see ConferenceEngine+Invitations.swift.
+    let invitationChannel = InvitationEventChannel()
+    var invitationState = ConferenceInvitationState()
+
     let events: AsyncStream<Conference.Event>
     private let eventSink: AsyncStream<Conference.Event>.Continuation
     private var connectWaiter: CheckedContinuation<Void, any Error>?
@@ -204,6 +208,7 @@ actor ConferenceEngine: OutboundSessionEngine {
                 for track in remoteTracks.values { track.sink.finish() }
                 remoteTracks.removeAll()
                 channelSink.finish()
+                endInvitations()
                 wake()
             case .dataSessionIncoming(let key, let type, let from):
                 eventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type, from: from))
@@ -236,6 +241,8 @@ actor ConferenceEngine: OutboundSessionEngine {
                 for waiter in subscribeWaiters.removeValue(forKey: name) ?? [] { waiter.resume(returning: false) }
             case .extensionReceived(let id, let from, let body):
                 eventSink.yield(.extensionReceived(id: id, from: from, body: body))
+            case .relayExtensionReceived(let id, let body):
+                receiveRelayExtension(id, body: body)
             case .trackPublished(let name, let by, let reliability):
                 if by == machine.localPeer {
                     for waiter in publishWaiters.removeValue(forKey: name) ?? [] { waiter.resume(returning: true) }
@@ -387,6 +394,14 @@ actor ConferenceEngine: OutboundSessionEngine {
         defer { wake() }
         return machine.sendExtension(id, to: peer, body: body)
     }
+
+    /// Sends an extension message to the relay itself (invitation requests).
+    func sendRelayExtension(_ id: UInt8, body: [UInt8]) -> Bool {
+        defer { wake() }
+        return machine.sendRelayExtension(id, body: body)
+    }
+
+    var localPeer: PeerID { machine.localPeer }
 
     // MARK: Data tracks
 

@@ -75,6 +75,9 @@ public actor RelayServer {
 
     public var statistics: RelayStatistics { machine.statistics }
 
+    /// The invitation table and its counters (issue 8).
+    public var invitations: RelayInvitations { machine.invitations }
+
     /// Peers in a room, by member number (for tools and tests).
     public func members(of room: RoomID) -> [UInt16: PeerID] { machine.members(of: room) }
 

@@ -27,6 +27,8 @@ struct DemoCommand: AsyncParsableCommand {
         var failures = try await scenario.run()
         print("\nA group room: three peers through an in-process relay on loopback")
         failures += try await DemoRoom(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()), transcript: scenario.transcript).run()
+        print("\nA call placed and answered with invitations through the relay")
+        failures += try await DemoInvitationCall(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()), transcript: scenario.transcript).run()
         if failures.isEmpty {
             print("\nDemo complete: every behaviour matched the contract.")
         } else {

@@ -176,8 +176,8 @@ import Testing
         let (alice, _) = try await room.join("alice")
         let (bob, bobLog) = try await room.join("bob")
         try await within("alice knows bob") { while await alice.peers != ["bob"] { try await Task.sleep(for: .milliseconds(5)) } }
-        #expect(await alice.sendExtension(1, to: "bob", body: Array("join me".utf8)))
-        try await bobLog.wait(for: "the extension") { $0 == .extensionReceived(id: 1, from: "alice", body: Array("join me".utf8)) }
+        #expect(await alice.sendExtension(2, to: "bob", body: Array("join me".utf8)))
+        try await bobLog.wait(for: "the extension") { $0 == .extensionReceived(id: 2, from: "alice", body: Array("join me".utf8)) }
         await alice.leave()
         await bob.leave()
         await room.server.shutdown()

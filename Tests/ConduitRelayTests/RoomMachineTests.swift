@@ -244,10 +244,10 @@ import Testing
 
     @Test func extensionsReachOneMemberWithTheSenderStamped() {
         var h = joined(["alice", "bob"])
-        #expect(h.clients["alice"]!.machine.sendExtension(1, to: "bob", body: Array("invite".utf8)) == true)
+        #expect(h.clients["alice"]!.machine.sendExtension(2, to: "bob", body: Array("invite".utf8)) == true)
         h.pump()
         let taken16 = h.take("bob")
-        #expect(taken16 == [.extensionReceived(id: 1, from: "alice", body: Array("invite".utf8))])
+        #expect(taken16 == [.extensionReceived(id: 2, from: "alice", body: Array("invite".utf8))])
         #expect(h.relay.statistics.extensionsRelayed == 1)
     }
 

@@ -101,6 +101,12 @@ public struct InvitationClient: Sendable {
         return .cancel(tag: tag, id, data: data)
     }
 
+    /// Forgets request `tag` whose message could not be sent (the link is gone, or it was too
+    /// large for the carrier): no reply will come for it.
+    public mutating func abandonRequest(tag: UInt32) {
+        inFlight[tag] = nil
+    }
+
     mutating func reserveTag() throws(InvitationError) -> UInt32 {
         guard inFlight.count < configuration.maxRequestsInFlight else {
             throw InvitationError(.tooManyInvitations, "\(inFlight.count) requests are waiting for the relay")

@@ -35,6 +35,9 @@ public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertibl
         public static let customDataTooLarge = Code(rawValue: 12)
         /// The request could not be decoded (used in wire replies).
         public static let malformedRequest = Code(rawValue: 13)
+        /// The peer's link to the relay is gone (or never joined): the request was not sent, or
+        /// its reply will never come. Local only; the relay never sends it.
+        public static let notConnected = Code(rawValue: 14)
 
         public var description: String {
             switch self {
@@ -51,6 +54,7 @@ public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertibl
             case .tableFull: "tableFull"
             case .customDataTooLarge: "customDataTooLarge"
             case .malformedRequest: "malformedRequest"
+            case .notConnected: "notConnected"
             default: "code\(rawValue)"
             }
         }

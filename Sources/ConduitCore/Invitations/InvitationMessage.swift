@@ -54,6 +54,15 @@ public enum InvitationMessage: Hashable, Sendable {
     case refused(tag: UInt32, InvitationID?, InvitationError)
     case event(InvitationEvent)
 
+    /// The request tag (0 in events).
+    public var tag: UInt32 {
+        switch self {
+        case .invite(let tag, _), .accept(let tag, _, _), .reject(let tag, _, _), .cancel(let tag, _, _),
+             .invited(let tag, _), .done(let tag, _), .refused(let tag, _, _): tag
+        case .event: 0
+        }
+    }
+
     public static let version: UInt8 = 1
     public static let headerSize = 16
     /// Longest peer list on the wire (the book's own cap is lower by default).

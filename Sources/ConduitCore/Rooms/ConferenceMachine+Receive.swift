@@ -64,6 +64,11 @@ extension ConferenceMachine {
         case .unsubscribed:
             break
         case .extension(let id, let member, let body):
+            if member == 0 {
+                // From the relay itself (invitation replies and events).
+                events.append(.relayExtensionReceived(id: id, body: body))
+                return
+            }
             guard let sender = members[member] else {
                 statistics.droppedUnknownSender += 1
                 return

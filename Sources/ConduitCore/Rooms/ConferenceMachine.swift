@@ -155,10 +155,18 @@ public struct ConferenceMachine: Sendable {
 
     // MARK: Extensions
 
-    /// Sends an extension message (invitations and the like) to one member, through the relay.
+    /// Sends an extension message to one member, through the relay. Extension 1 is the relay's
+    /// own (invitations, see ``RelayInvitations``): false for it.
     public mutating func sendExtension(_ id: UInt8, to peer: PeerID, body: [UInt8]) -> Bool {
-        guard isConnected, body.count <= RoomControlFrame.maxExtensionBytes, let member = member(for: peer) else { return false }
+        guard isConnected, id != RelayInvitations.extensionID, body.count <= RoomControlFrame.maxExtensionBytes, let member = member(for: peer) else { return false }
         controlOut.append(RoomControlFrame.extension(id: id, member: member, body: body).encoded)
+        return true
+    }
+
+    /// Sends an extension message to the relay itself (member 0), as invitation requests are.
+    public mutating func sendRelayExtension(_ id: UInt8, body: [UInt8]) -> Bool {
+        guard isConnected, body.count <= RoomControlFrame.maxExtensionBytes else { return false }
+        controlOut.append(RoomControlFrame.extension(id: id, member: 0, body: body).encoded)
         return true
     }
 }
@@ -222,6 +230,8 @@ public enum ConferenceEvent: Sendable, Hashable {
     case tooLongQueuedData(SessionKey, enabled: Bool)
     case sendQueueHasRoom(SessionKey)
     case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
+    /// An extension message from the relay itself (member 0): invitation replies and events.
+    case relayExtensionReceived(id: UInt8, body: [UInt8])
     /// A track was published (by this side: the relay confirmed it) or unpublished.
     case trackPublished(ChannelLabel, by: PeerID, Reliability)
     case trackUnpublished(ChannelLabel, by: PeerID)

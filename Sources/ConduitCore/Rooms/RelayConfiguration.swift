@@ -21,6 +21,8 @@ public struct RelayConfiguration: Sendable, Hashable {
     public var peerListMembersPerStep: Int
     /// A member that sends nothing (clients ping when idle) for this long is removed as vanished.
     public var vanishTimeout: Duration
+    /// Caps of the relay's invitation table (open invitations, invitees, custom data, tombstones).
+    public var invitations = InvitationBook.Configuration()
 
     public init(
         maxRooms: Int = 1_024,

@@ -32,6 +32,10 @@ extension RelayMachine {
         case .unsubscribe(let name):
             unsubscribe(member, from: name, in: roomID, now: now)
         case .extension(let ext, let to, let body):
+            if ext == RelayInvitations.extensionID {
+                // Invitations are the relay's own business: handled here, never forwarded.
+                return handleInvitationRequest(id, from: rooms[roomID]!.members[member]!.peer, body: body, now: now)
+            }
             guard rooms[roomID]!.members[to] != nil, to != member else {
                 refuseFrame(.unknownDestination)
                 return
@@ -82,6 +86,7 @@ extension RelayMachine {
         connections[id]!.phase = .member(request.room, member)
         connections[id]!.lastHeard = now
         statistics.joins += 1
+        invitationMemberJoined(request.peer, id)
         sendControl(id, RoomControlFrame.joined(member: member).encoded)
         sendSnapshot(to: member, in: request.room)
         announceTracks(to: member, in: request.room)
@@ -114,6 +119,7 @@ extension RelayMachine {
             rooms[roomID]!.subgroups[subgroupID]?.subscribers.remove(member)
         }
         rooms[roomID]!.members[member] = nil
+        invitationMemberLeft(state.peer, state.connection, now: now)
         if rooms[roomID]!.members.isEmpty {
             rooms[roomID] = nil
             return
@@ -268,6 +274,7 @@ extension RelayMachine {
         var deadline: ConduitInstant?
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
         for room in rooms.values { if let due = room.flushDue { consider(due) } }
+        if let due = invitations.book.nextTimeout { consider(due) }
         for connection in connections.values {
             if case .closing = connection.phase { continue }
             consider(connection.lastHeard + configuration.vanishTimeout)
@@ -286,6 +293,7 @@ extension RelayMachine {
             }
             disconnect(id, .vanished, "nothing heard for \(configuration.vanishTimeout)", now: now)
         }
+        handleInvitationTimeouts(now: now)
         flushPeerLists(now: now)
     }
 }

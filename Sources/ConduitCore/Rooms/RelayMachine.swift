@@ -19,9 +19,13 @@ public struct RelayMachine: Sendable {
     var rooms: [RoomID: Room] = [:]
     var actions = Deque<RelayAction>()
     var pendingConnections = 0
+    /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
+    public internal(set) var invitations: RelayInvitations
 
-    public init(configuration: RelayConfiguration = .init()) {
+    /// - Parameter invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
+    public init(configuration: RelayConfiguration = .init(), invitationKey: UInt64 = .random(in: .min ... .max)) {
         self.configuration = configuration
+        self.invitations = RelayInvitations(configuration: configuration.invitations, key: invitationKey)
     }
 
     public mutating func pollAction() -> RelayAction? { actions.popFirst() }

@@ -41,9 +41,10 @@
 ///                bit 1 sender header)
 /// ```
 ///
-/// `extension` is the relay's opening for peer-to-peer signalling it does not interpret (the
-/// invitation flow of issue 8 will ride it as extension 1): the relay checks only that both ends
-/// are members of the room, stamps the sender like a data frame, and forwards.
+/// `extension` is the relay's opening for peer-to-peer signalling it does not interpret: the
+/// relay checks only that both ends are members of the room, stamps the sender like a data frame,
+/// and forwards. Extension 1 is the exception: invitations, addressed to member 0 (the relay
+/// itself) and answered by it, never forwarded (see `RelayMachine+Invitations.swift`).
 public enum RoomControlFrame: Hashable, Sendable {
     case join(room: RoomID, peer: PeerID, dataSessionsSupported: Bool, token: [UInt8])
     case joined(member: UInt16)
