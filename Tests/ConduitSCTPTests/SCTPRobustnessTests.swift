@@ -93,8 +93,9 @@ struct SCTPRobustnessTests {
             #expect(error.code == .timedOut)
             #expect(error.message.contains("127.0.0.1:\(port)"))
         }
-        // And a listener that appears on that port later is reached by a new attempt.
-        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:\(port)"))
+        // And a listener that appears on a port after a failed attempt is reached by a new one.
+        // (A fresh port: over the 15 s above, a test running in parallel may have bound this one.)
+        let listener = try await listenAfterAFailedAttempt()
         let client = try await SCTPAssociation.connect(to: listener.localURL)
         _ = try await client.openChannel(label: "late", protocol: "")
         let server = try #require(await listener.accept())
@@ -102,5 +103,32 @@ struct SCTPRobustnessTests {
         await client.close()
         await server.close()
         await listener.close()
+    }
+
+    /// A listener on a port that a connect attempt just failed to reach (timed out), retrying
+    /// with another port if a parallel test takes the free one first.
+    private func listenAfterAFailedAttempt() async throws -> SCTPAssociationListener {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try await unusedUDPPort()
+            do {
+                _ = try await SCTPAssociation.connect(to: TransportURL(parsing: "sctp+udp://127.0.0.1:\(port)?connect-timeout-ms=300"))
+                Issue.record("connecting to a closed port succeeded")
+            } catch {
+                #expect(error.code == .timedOut || error.code == .connectionFailed, "\(error)")
+            }
+            let listened: Result<SCTPAssociationListener, ConduitError>
+            do {
+                listened = .success(try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:\(port)")))
+            } catch {
+                listened = .failure(error)
+            }
+            switch listened {
+            case .success(let listener): return listener
+            case .failure(let error) where error.code == .addressInUse && attempt < 5: continue
+            case .failure(let error): throw error
+            }
+        }
     }
 }
