@@ -24,6 +24,8 @@ public struct SCTPAssociationStatistics: Sendable, Hashable {
     public var droppedDCEP = 0
     public var droppedPPID = 0
     public var droppedOversize = 0
+    /// Packets whose CRC32c was wrong (corrupted on the way), dropped before usrsctp saw them.
+    public var droppedChecksum = 0
     public var resetsRefused = 0
     public var sendsAbandoned = 0
     public init() {}
