@@ -38,7 +38,7 @@ struct SCTPLimits: Sendable {
     var localPort: UInt16 = 5000
     var remotePort: UInt16 = 5000
     /// SCTP packet size, which is the UDP payload size.
-    var mtu: UInt32 = 1200
+    var mtu: UInt32 = 1232
     /// Largest message read (bigger ones are dropped and counted) or sent.
     var maxMessageSize = DataChannel.maxMessageSize
 }
