@@ -1,6 +1,7 @@
 #include "CUsrsctpSupport.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +28,10 @@ void conduit_sctp_init(conduit_sctp_output output, conduit_sctp_debug_sink debug
     debug_sink = debug;
     // Port 0: usrsctp opens no UDP socket of its own; every packet goes through `output`.
     usrsctp_init_nothreads(0, output, debug_trampoline);
-    // No offload: there is no DTLS or NIC under us, so the CRC32c must be computed and checked.
-    usrsctp_disable_crc32c_offload();
+    // There is no DTLS or NIC under us, so the CRC32c must be computed and checked, but we do it
+    // ourselves (conduit_sctp_seal / conduit_sctp_checksum_ok, with the CPU's CRC32 instruction
+    // where there is one): usrsctp's own table-driven code was an eighth of the stack's CPU time.
+    usrsctp_enable_crc32c_offload();
     usrsctp_sysctl_set_sctp_debug_on(debug_on ? SCTP_DEBUG_ALL : SCTP_DEBUG_NONE);
     usrsctp_sysctl_set_sctp_pr_enable(1);
     usrsctp_sysctl_set_sctp_reconfig_enable(1);
@@ -184,4 +187,86 @@ int conduit_sctp_outstanding(struct socket *so) {
 int conduit_sctp_set_abort_on_close(struct socket *so) {
     struct linger linger = {.l_onoff = 1, .l_linger = 0};
     return usrsctp_setsockopt(so, SOL_SOCKET, SO_LINGER, &linger, sizeof linger) < 0 ? errno : 0;
+}
+
+// MARK: CRC32c (RFC 9260 section 6.8 and appendix A)
+
+// The reflected Castagnoli polynomial 0x1EDC6F41. The byte-at-a-time table is the fallback
+// where the CPU has no CRC32 instruction. Both are set up once, on first use, from any thread.
+static uint32_t crc_table[256];
+static int crc_has_sse42;
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_setup(void) {
+#if defined(__x86_64__)
+    crc_has_sse42 = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#endif
+    for (uint32_t index = 0; index < 256; index++) {
+        uint32_t crc = index;
+        for (int bit = 0; bit < 8; bit++) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+        crc_table[index] = crc;
+    }
+}
+
+static uint32_t crc_update_table(uint32_t crc, const uint8_t *bytes, size_t length) {
+    while (length-- > 0) crc = crc_table[(crc ^ *bytes++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+// SSE 4.2's CRC32 instruction computes exactly this CRC, eight bytes per instruction.
+__attribute__((target("sse4.2")))
+static uint32_t crc_update_sse42(uint32_t crc, const uint8_t *bytes, size_t length) {
+    uint64_t wide = crc;
+    while (length >= 8) {
+        uint64_t word;
+        memcpy(&word, bytes, 8);
+        wide = __builtin_ia32_crc32di(wide, word);
+        bytes += 8;
+        length -= 8;
+    }
+    crc = (uint32_t)wide;
+    while (length-- > 0) crc = __builtin_ia32_crc32qi(crc, *bytes++);
+    return crc;
+}
+
+#endif
+
+static uint32_t crc_update(uint32_t crc, const uint8_t *bytes, size_t length) {
+    pthread_once(&crc_once, crc_setup);
+#if defined(__x86_64__)
+    if (crc_has_sse42) return crc_update_sse42(crc, bytes, length);
+#endif
+    return crc_update_table(crc, bytes, length);
+}
+
+uint32_t conduit_crc32c(const void *data, size_t length) {
+    return ~crc_update(0xFFFFFFFFu, data, length);
+}
+
+// The checksum covers the whole packet with its own field (bytes 8...11 of the common header)
+// taken as zero, and is stored least significant byte first (as the Linux and BSD stacks do).
+static uint32_t packet_checksum(const uint8_t *packet, size_t length) {
+    static const uint8_t zero[4] = {0, 0, 0, 0};
+    uint32_t crc = crc_update(0xFFFFFFFFu, packet, 8);
+    crc = crc_update(crc, zero, 4);
+    crc = crc_update(crc, packet + 12, length - 12);
+    return ~crc;
+}
+
+void conduit_sctp_seal(void *packet, size_t length) {
+    if (length < 12) return;
+    uint8_t *bytes = packet;
+    uint32_t crc = packet_checksum(bytes, length);
+    bytes[8] = (uint8_t)crc;
+    bytes[9] = (uint8_t)(crc >> 8);
+    bytes[10] = (uint8_t)(crc >> 16);
+    bytes[11] = (uint8_t)(crc >> 24);
+}
+
+int conduit_sctp_checksum_ok(const void *packet, size_t length) {
+    if (length < 12) return 0;
+    const uint8_t *bytes = packet;
+    uint32_t stored = (uint32_t)bytes[8] | (uint32_t)bytes[9] << 8 | (uint32_t)bytes[10] << 16 | (uint32_t)bytes[11] << 24;
+    return packet_checksum(bytes, length) == stored;
 }

@@ -68,6 +68,9 @@ struct SCTPRobustnessTests {
         #expect(received == sent)
         let stats = await proxy.statistics()
         #expect(stats.clientToUpstream.corrupted > 0 && stats.upstreamToClient.corrupted > 0)
+        // Our CRC32c check (usrsctp leaves it to us) is what dropped them, on both ends.
+        #expect(await server.statistics().droppedChecksum > 0)
+        #expect(await client.statistics().droppedChecksum > 0)
         await client.close()
         await server.close()
         await listener.close()

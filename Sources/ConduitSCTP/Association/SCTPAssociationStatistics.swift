@@ -24,6 +24,8 @@ public struct SCTPAssociationStatistics: Sendable, Hashable {
     public var droppedDCEP = 0
     public var droppedPPID = 0
     public var droppedOversize = 0
+    /// Packets whose CRC32c was wrong (corrupted on the way), dropped before usrsctp saw them.
+    public var droppedChecksum = 0
     public var resetsRefused = 0
     public var sendsAbandoned = 0
     public init() {}
@@ -36,7 +38,7 @@ struct SCTPLimits: Sendable {
     var localPort: UInt16 = 5000
     var remotePort: UInt16 = 5000
     /// SCTP packet size, which is the UDP payload size.
-    var mtu: UInt32 = 1200
+    var mtu: UInt32 = 1232
     /// Largest message read (bigger ones are dropped and counted) or sent.
     var maxMessageSize = DataChannel.maxMessageSize
 }

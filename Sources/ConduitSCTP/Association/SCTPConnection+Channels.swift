@@ -58,7 +58,8 @@ extension SCTPConnection {
                 statistics.droppedPPID += 1
                 return
             }
-            linkInbox.deliver(payload)
+            // Woken once per read burst (`readAvailable`), not once per message.
+            linkInbox.deliver(payload, wake: false)
         case .channels, .undecided:
             record.handle?.inbox.deliver(DataChannelMessage(kind: kind, bytes: payload))
         }

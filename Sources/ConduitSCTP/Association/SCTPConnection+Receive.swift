@@ -24,6 +24,8 @@ extension SCTPConnection {
 
     func readAvailable() {
         let buffer = stack.receiveBuffer
+        // Conduit messages are queued without waking the link's reader; wake it once at the end.
+        defer { linkInbox.wake() }
         while state != .closed, let socket, inboxesHaveRoom() {
             var stream: UInt16 = 0, ppid: UInt32 = 0
             var isNotification: Int32 = 0, isEnd: Int32 = 0

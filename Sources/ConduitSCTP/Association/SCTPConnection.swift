@@ -142,12 +142,16 @@ final class SCTPConnection: @unchecked Sendable {
 
     // MARK: Packets in and out
 
-    /// An SCTP packet from the peer (the payload of one UDP datagram). usrsctp checks its CRC32c
-    /// and drops it if corrupted. Packets still go in after we closed, so that the SHUTDOWN
-    /// exchange can finish while the route lingers.
+    /// An SCTP packet from the peer (the payload of one UDP datagram), dropped and counted if its
+    /// CRC32c is wrong (RFC 9260 section 6.8; usrsctp runs with the check left to us). Packets
+    /// still go in after we closed, so that the SHUTDOWN exchange can finish while the route lingers.
     func input(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
         statistics.packetsReceived += 1
+        guard SCTPChecksum.isValid(bytes) else {
+            statistics.droppedChecksum += 1
+            return
+        }
         usrsctp_conninput(SCTPStack.pointer(address), base, bytes.count, 0)
     }
 

@@ -42,14 +42,26 @@ final class SCTPInbox<Element: Sendable>: Sendable {
         }
     }
 
-    /// Queues `item` (dropped if the inbox is finished: nobody reads any more).
-    func deliver(_ item: Element) {
+    /// Queues `item` (dropped if the inbox is finished: nobody reads any more). With `wake`
+    /// false a waiting reader is not resumed yet: the caller queues a burst and then calls
+    /// ``wake()`` once, so the reader takes the burst in one hop instead of one per item.
+    func deliver(_ item: Element, wake: Bool = true) {
         let count = size(item)
         let (consumer, handOff) = state.withLock { state -> (CheckedContinuation<[Element]?, Never>?, [Element]?) in
             guard !state.finished else { return (nil, nil) }
             state.items.append(item)
             state.bytes += count
-            guard let consumer = state.consumer else { return (nil, nil) }
+            guard wake, let consumer = state.consumer else { return (nil, nil) }
+            state.consumer = nil
+            return (consumer, take(&state, max: state.consumerMax))
+        }
+        consumer?.resume(returning: handOff)
+    }
+
+    /// Resumes a waiting reader with what is queued (after deliveries with `wake: false`).
+    func wake() {
+        let (consumer, handOff) = state.withLock { state -> (CheckedContinuation<[Element]?, Never>?, [Element]?) in
+            guard let consumer = state.consumer, !state.items.isEmpty else { return (nil, nil) }
             state.consumer = nil
             return (consumer, take(&state, max: state.consumerMax))
         }

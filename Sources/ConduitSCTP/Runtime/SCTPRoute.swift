@@ -8,11 +8,12 @@ struct SCTPRoute: @unchecked Sendable {
 
     var describe: String { SCTPAddress.describe(peer) }
 
-    /// Copies `bytes` (usrsctp's buffer is only lent) into a datagram; flushed at the end of the
-    /// loop task.
+    /// Copies `bytes` (usrsctp's buffer is only lent) into a datagram with its CRC32c (usrsctp
+    /// leaves that to us, see ``SCTPChecksum``); flushed at the end of the loop task.
     func send(_ bytes: UnsafeRawBufferPointer, stack: SCTPStack) {
         var buffer = channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
+        buffer.withUnsafeMutableReadableBytes(SCTPChecksum.seal)
         channel.write(AddressedEnvelope(remoteAddress: peer, data: buffer), promise: nil)
         stack.needsFlush(channel)
     }

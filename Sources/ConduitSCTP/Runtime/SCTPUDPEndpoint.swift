@@ -108,9 +108,11 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
     }
 
     /// RFC 9260 section 3: an INIT is the only chunk in a packet whose verification tag is 0.
-    /// Only an INIT can start an association, so nothing else from an unknown address is kept.
+    /// Only an INIT can start an association, so nothing else from an unknown address is kept,
+    /// nor an INIT whose CRC32c is wrong.
     static func looksLikeInit(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= 32 && bytes[4] == 0 && bytes[5] == 0 && bytes[6] == 0 && bytes[7] == 0 && bytes[12] == 1
+            && SCTPChecksum.isValid(bytes)
     }
 
     /// Connecting side: the one association, to `peer`.
