@@ -6,7 +6,7 @@ import DequeModule
 /// All call state lives in this actor. Two tasks feed it: the reader (link → machine, a batch per
 /// hop) and the pump (machine → link, a batch per write). App calls hop in once per operation, not
 /// per packet. Time comes from a monotonic clock here and is passed into the machine.
-actor CallEngine: OutboundSessionEngine {
+actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private var machine: CallMachine
     private let link: any TransportLink
     private let configuration: ConduitConfiguration
@@ -15,9 +15,8 @@ actor CallEngine: OutboundSessionEngine {
 
     private var outboundSessions: [SessionKey: OutboundDataSession] = [:]
     private var inboundSessions: [SessionKey: InboundDataSession] = [:]
-    /// Deliveries that found their session's buffer full; the reader drains them (awaiting room)
-    /// before it reads more from the link. This is where receive backpressure starts.
-    private var overflow = Deque<(InboundDataSession, InboundDataSession.Event)>()
+    /// Deliveries waiting for room in their session (see ``InboundDelivering``).
+    var inboundOverflow = InboundOverflow()
     private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
 
     private let callEvents: AsyncStream<Call.Event>
@@ -248,44 +247,6 @@ actor CallEngine: OutboundSessionEngine {
                 resumeSenders(key)
             }
         }
-    }
-
-    private func deliver(_ event: InboundDataSession.Event, to session: InboundDataSession) {
-        // Keep order: once anything overflowed, everything after it queues behind it (including
-        // the delivery the drainer is handing over right now).
-        if !isDraining, overflow.isEmpty, session.events.trySend(event) {
-            if case .closed = event { session.events.finish() }
-            return
-        }
-        overflow.append((session, event))
-        startDraining()
-    }
-
-    private var isDraining = false
-    private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
-
-    private func startDraining() {
-        guard !isDraining else { return }
-        isDraining = true
-        Task { await self.drainOverflow() }
-    }
-
-    /// Hands overflowed deliveries to their sessions, waiting for each to have room.
-    private func drainOverflow() async {
-        while let (session, event) = overflow.popFirst() {
-            await session.events.send(event)
-            if case .closed = event { session.events.finish() }
-        }
-        isDraining = false
-        for waiter in drainedWaiters { waiter.resume() }
-        drainedWaiters.removeAll()
-    }
-
-    /// Suspends the reader until every overflowed delivery found room.
-    private func waitUntilDrained() async {
-        guard isDraining || !overflow.isEmpty else { return }
-        startDraining()
-        await withCheckedContinuation { drainedWaiters.append($0) }
     }
 
     private func resumeSenders(_ key: SessionKey) {

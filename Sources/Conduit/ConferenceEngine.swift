@@ -4,7 +4,7 @@ import DequeModule
 /// Drives one ``ConferenceMachine`` over one link to a relay: the I/O half of a conference, in
 /// the shape of ``CallEngine`` (a reader task, a pump task, timers; app calls hop in once per
 /// operation, never per packet).
-actor ConferenceEngine: OutboundSessionEngine {
+actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
     private var machine: ConferenceMachine
     private let link: any TransportLink
     private let configuration: ConduitConfiguration
@@ -13,7 +13,8 @@ actor ConferenceEngine: OutboundSessionEngine {
 
     private var outboundSessions: [SessionKey: OutboundDataSession] = [:]
     private var inboundSessions: [SessionKey: InboundDataSession] = [:]
-    private var overflow = Deque<(InboundDataSession, InboundDataSession.Event)>()
+    /// Deliveries waiting for room in their session (see ``InboundDelivering``).
+    var inboundOverflow = InboundOverflow()
     private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
     private var subscribeWaiters: [SubgroupName: [CheckedContinuation<Bool, Never>]] = [:]
     private var publishWaiters: [ChannelLabel: [CheckedContinuation<Bool, Never>]] = [:]
@@ -270,40 +271,6 @@ actor ConferenceEngine: OutboundSessionEngine {
                 channelSink.yield(Conference.ChannelMessage(label: label, sender: from, data: header + body, headerLength: header.count))
             }
         }
-    }
-
-    private func deliver(_ event: InboundDataSession.Event, to session: InboundDataSession) {
-        if !isDraining, overflow.isEmpty, session.events.trySend(event) {
-            if case .closed = event { session.events.finish() }
-            return
-        }
-        overflow.append((session, event))
-        startDraining()
-    }
-
-    private var isDraining = false
-    private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
-
-    private func startDraining() {
-        guard !isDraining else { return }
-        isDraining = true
-        Task { await self.drainOverflow() }
-    }
-
-    private func drainOverflow() async {
-        while let (session, event) = overflow.popFirst() {
-            await session.events.send(event)
-            if case .closed = event { session.events.finish() }
-        }
-        isDraining = false
-        for waiter in drainedWaiters { waiter.resume() }
-        drainedWaiters.removeAll()
-    }
-
-    private func waitUntilDrained() async {
-        guard isDraining || !overflow.isEmpty else { return }
-        startDraining()
-        await withCheckedContinuation { drainedWaiters.append($0) }
     }
 
     private func resumeSenders(_ key: SessionKey) {
