@@ -53,7 +53,7 @@ extension ReliableLink {
 
     /// Every datagram of a batch, in order.
     public mutating func handle(batch: DatagramBatch, now: ConduitInstant) {
-        for index in 0..<batch.count { batch.withDatagram(index) { handle(datagram: $0, now: now) } }
+        batch.forEachDatagram { handle(datagram: $0, now: now) }
     }
 
     /// Reads every frame once without applying any; returns whether the packet is ack-eliciting.

@@ -128,13 +128,7 @@ public struct RelayMachine: Sendable {
     }
 
     public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, now: ConduitInstant) {
-        batch.storage.withUnsafeBytes { all in
-            var start = 0
-            for end in batch.ends {
-                handle(id, datagram: UnsafeRawBufferPointer(rebasing: all[start..<end]), now: now)
-                start = end
-            }
-        }
+        batch.forEachDatagram { handle(id, datagram: $0, now: now) }
     }
 
     mutating func refuseFrame(_ refusal: RelayRefusal) {

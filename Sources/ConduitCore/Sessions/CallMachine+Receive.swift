@@ -33,13 +33,7 @@ extension CallMachine {
 
     /// Takes every datagram of a batch.
     public mutating func handle(batch: DatagramBatch, now: ConduitInstant) {
-        batch.storage.withUnsafeBytes { all in
-            var start = 0
-            for end in batch.ends {
-                handle(datagram: UnsafeRawBufferPointer(rebasing: all[start..<end]), now: now)
-                start = end
-            }
-        }
+        batch.forEachDatagram { handle(datagram: $0, now: now) }
     }
 
     mutating func handleControl(_ frame: ControlFrame, now: ConduitInstant) {

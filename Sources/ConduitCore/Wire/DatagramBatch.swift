@@ -29,6 +29,18 @@ public struct DatagramBatch: Sendable, Hashable {
         return try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
     }
 
+    /// Calls `body` with every datagram in order, without copying.
+    @inlinable
+    public func forEachDatagram(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try storage.withUnsafeBytes { all in
+            var start = 0
+            for end in ends {
+                try body(UnsafeRawBufferPointer(rebasing: all[start..<end]))
+                start = end
+            }
+        }
+    }
+
     /// A copy of one datagram, for tests and tools.
     public subscript(index: Int) -> [UInt8] { Array(storage[range(of: index)]) }
 
