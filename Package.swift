@@ -54,10 +54,12 @@ let package = Package(
             dependencies: ["ConduitCore"],
             swiftSettings: strictSettings
         ),
+        // CRC32c with the CPU's instruction, for the transports (the core stays free of C).
+        .target(name: "CConduitCRC32C"),
         // The core's reliability engine driven over any unreliable TransportLink (clock and tasks).
         .target(
             name: "ConduitReliability",
-            dependencies: ["ConduitCore", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: ["ConduitCore", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
         // UDP networking on SwiftNIO: the UDP transport (RTP framing, cookie handshake) and the
@@ -101,7 +103,7 @@ let package = Package(
             pkgConfig: "usrsctp",
             providers: [.apt(["libusrsctp-dev"])]
         ),
-        .target(name: "CUsrsctpSupport", dependencies: ["CUsrsctp"]),
+        .target(name: "CUsrsctpSupport", dependencies: ["CUsrsctp", "CConduitCRC32C"]),
         .target(
             name: "ConduitSCTP",
             dependencies: [

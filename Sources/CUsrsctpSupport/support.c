@@ -1,4 +1,5 @@
 #include "CUsrsctpSupport.h"
+#include "CConduitCRC32C.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -189,55 +190,10 @@ int conduit_sctp_set_abort_on_close(struct socket *so) {
     return usrsctp_setsockopt(so, SOL_SOCKET, SO_LINGER, &linger, sizeof linger) < 0 ? errno : 0;
 }
 
-// MARK: CRC32c (RFC 9260 section 6.8 and appendix A)
-
-// The reflected Castagnoli polynomial 0x1EDC6F41. The byte-at-a-time table is the fallback
-// where the CPU has no CRC32 instruction. Both are set up once, on first use, from any thread.
-static uint32_t crc_table[256];
-static int crc_has_sse42;
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_setup(void) {
-#if defined(__x86_64__)
-    crc_has_sse42 = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-#endif
-    for (uint32_t index = 0; index < 256; index++) {
-        uint32_t crc = index;
-        for (int bit = 0; bit < 8; bit++) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
-        crc_table[index] = crc;
-    }
-}
-
-static uint32_t crc_update_table(uint32_t crc, const uint8_t *bytes, size_t length) {
-    while (length-- > 0) crc = crc_table[(crc ^ *bytes++) & 0xFF] ^ (crc >> 8);
-    return crc;
-}
-
-#if defined(__x86_64__)
-// SSE 4.2's CRC32 instruction computes exactly this CRC, eight bytes per instruction.
-__attribute__((target("sse4.2")))
-static uint32_t crc_update_sse42(uint32_t crc, const uint8_t *bytes, size_t length) {
-    uint64_t wide = crc;
-    while (length >= 8) {
-        uint64_t word;
-        memcpy(&word, bytes, 8);
-        wide = __builtin_ia32_crc32di(wide, word);
-        bytes += 8;
-        length -= 8;
-    }
-    crc = (uint32_t)wide;
-    while (length-- > 0) crc = __builtin_ia32_crc32qi(crc, *bytes++);
-    return crc;
-}
-
-#endif
+// MARK: CRC32c (RFC 9260 section 6.8 and appendix A), computed by CConduitCRC32C
 
 static uint32_t crc_update(uint32_t crc, const uint8_t *bytes, size_t length) {
-    pthread_once(&crc_once, crc_setup);
-#if defined(__x86_64__)
-    if (crc_has_sse42) return crc_update_sse42(crc, bytes, length);
-#endif
-    return crc_update_table(crc, bytes, length);
+    return conduit_crc32c_update(crc, bytes, length);
 }
 
 uint32_t conduit_crc32c(const void *data, size_t length) {

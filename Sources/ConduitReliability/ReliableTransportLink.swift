@@ -48,7 +48,7 @@ public actor ReliableTransportLink: TransportLink {
         )
         let origin = ContinuousClock().now
         self.origin = origin
-        self.engine = ReliableLink(configuration: configuration, now: .zero)
+        self.engine = ReliableLink(configuration: configuration, now: .zero, crc32c: .hardware)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 

@@ -56,3 +56,19 @@ public enum CRC32C {
         bytes.withUnsafeBytes { checksum($0) }
     }
 }
+
+/// The CRC32C computation a ``ReliableLink`` uses: ``portable`` is the core's own Swift code; a
+/// driver that may use C passes a faster one (the CPU's CRC32 instruction is 10× the table code,
+/// and the checksum is on every packet both ways). It must compute exactly
+/// ``CRC32C/checksum(_:continuing:)``, which the transports' tests check.
+public struct CRC32CFunction: Sendable {
+    /// The finished CRC32C of the bytes, continuing from a finished value (0 to start).
+    public let checksum: @Sendable (_ bytes: UnsafeRawBufferPointer, _ previous: UInt32) -> UInt32
+
+    public init(_ checksum: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer, _ previous: UInt32) -> UInt32) {
+        self.checksum = checksum
+    }
+
+    /// The core's slicing-by-8 tables.
+    public static let portable = CRC32CFunction { CRC32C.checksum($0, continuing: $1) }
+}

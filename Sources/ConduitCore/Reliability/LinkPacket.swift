@@ -56,8 +56,8 @@ public enum LinkPacket {
 
     /// Checks the header and the checksum trailer, and returns the packet number and where the
     /// frames lie. Allocation-free. `expectChecksum` is the link's configuration: a packet whose
-    /// flag disagrees is refused either way.
-    public static func open(_ datagram: UnsafeRawBufferPointer, expectChecksum: Bool) throws(LinkWireError) -> (packetNumber: UInt64, frames: Range<Int>) {
+    /// flag disagrees is refused either way. `crc32c` computes the checksum.
+    public static func open(_ datagram: UnsafeRawBufferPointer, expectChecksum: Bool, crc32c: CRC32CFunction = .portable) throws(LinkWireError) -> (packetNumber: UInt64, frames: Range<Int>) {
         guard let first = datagram.first else { throw .truncated(needed: 1, got: 0) }
         guard first >> 4 == WireVersion.current else { throw .unsupportedVersion(first >> 4) }
         guard first & 0x0F == kind else { throw .notALinkPacket(kind: first & 0x0F) }
@@ -72,7 +72,7 @@ public enum LinkPacket {
             }
             end -= checksumSize
             let stored = datagram.readU32(end)
-            let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: datagram[0..<end]))
+            let computed = crc32c.checksum(UnsafeRawBufferPointer(rebasing: datagram[0..<end]), 0)
             guard stored == computed else { throw .checksumMismatch(stored: stored, computed: computed) }
         }
         let packetNumber = datagram.readU64(2)
@@ -184,7 +184,7 @@ public struct LinkFrameReader {
     var position: Int
     let end: Int
 
-    /// `frames` is the range ``LinkPacket/open(_:expectChecksum:)`` returned.
+    /// `frames` is the range ``LinkPacket/open(_:expectChecksum:crc32c:)`` returned.
     public init(packet: UnsafeRawBufferPointer, frames: Range<Int>) {
         self.packet = packet
         position = frames.lowerBound
@@ -365,7 +365,7 @@ struct LinkPacketWriter {
     }
 
     /// Appends the CRC32C trailer over everything written so far.
-    mutating func appendChecksum() {
-        append32(bytes.withUnsafeBytes { CRC32C.checksum($0) })
+    mutating func appendChecksum(using crc32c: CRC32CFunction) {
+        append32(bytes.withUnsafeBytes { crc32c.checksum($0, 0) })
     }
 }

@@ -7,7 +7,7 @@ extension ReliableLink {
         let frameRange: Range<Int>
         let isAckEliciting: Bool
         do {
-            (packetNumber, frameRange) = try LinkPacket.open(datagram, expectChecksum: configuration.checksum == .crc32c)
+            (packetNumber, frameRange) = try LinkPacket.open(datagram, expectChecksum: configuration.checksum == .crc32c, crc32c: crc32c)
             isAckEliciting = try validateFrames(datagram, frameRange)
         } catch {
             counters.malformedPacketsDropped += 1

@@ -119,7 +119,7 @@ extension ReliableLink {
         // Only stale entries were found: nothing to send after all, and the number stays unused.
         if items.isEmpty, ackLargest == nil { return .cleanedUp }
 
-        if checksum { writer.appendChecksum() }
+        if checksum { writer.appendChecksum(using: crc32c) }
         nextPacketNumber += 1
         batch.append(writer.bytes)
         counters.packetsSent += 1

@@ -111,10 +111,14 @@ public struct ReliableLink: Sendable {
     public internal(set) var receiveBufferedBytes = 0
     var lastReceived: ConduitInstant
     var writer = LinkPacketWriter()
+    /// How the checksum trailer is computed (see ``CRC32CFunction``).
+    let crc32c: CRC32CFunction
 
-    public init(configuration: Configuration = .init(), now: ConduitInstant) {
+    /// `crc32c` computes the checksum trailer when `configuration.checksum` asks for one.
+    public init(configuration: Configuration = .init(), now: ConduitInstant, crc32c: CRC32CFunction = .portable) {
         configuration.check()
         self.configuration = configuration
+        self.crc32c = crc32c
         rtt = LinkRTTEstimator(initialRtt: configuration.initialRtt)
         congestion = NewRenoCongestionControl(maxDatagramSize: configuration.maxDatagramSize)
         pacer = LinkPacer(maxDatagramSize: configuration.maxDatagramSize, maxBurst: configuration.maxPacingBurst, now: now)

@@ -1,0 +1,13 @@
+import CConduitCRC32C
+public import ConduitCore
+
+extension CRC32CFunction {
+    /// CRC32C with the CPU's CRC32 instruction (SSE 4.2, ARMv8 CRC) where there is one, else a
+    /// C table: what the drivers hand the reliability engine.
+    public static let hardware = CRC32CFunction { bytes, previous in
+        conduit_crc32c_continuing(bytes.baseAddress, bytes.count, previous)
+    }
+
+    /// Whether ``hardware`` runs on the CPU's instruction on this machine.
+    public static var hardwareIsAccelerated: Bool { conduit_crc32c_is_accelerated() != 0 }
+}
