@@ -210,6 +210,7 @@ let package = Package(
                 "ConduitSRTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 "ConduitNetworkTestSupport",
             ],
             swiftSettings: strictSettings

@@ -8,12 +8,19 @@ public import ConduitCore
 /// (inner link → engine), the pump (engine → inner link) and a timer for the engine's deadlines.
 /// Frames from the call are put on channels by ``LinkChannelMap`` (one per data session, with
 /// the session type's delivery), so a lossy unreliable session never stalls a reliable one.
+///
+/// When the inner link has a ``TransportLink/preferredExecutor`` (a UDP link's event loop), the
+/// actor runs on it: datagrams go from socket to engine and acknowledgements back without a
+/// thread hop, and a call driving this link on the same executor reaches it without one either.
 public actor ReliableTransportLink: TransportLink {
     public nonisolated let capabilities: TransportCapabilities
     public nonisolated let remoteDescription: String
     public nonisolated let configuration: ReliableLink.Configuration
 
     private let inner: any TransportLink
+    public nonisolated let preferredExecutor: (any SerialExecutor)?
+    /// Lends its default executor when the inner link has none.
+    private nonisolated let executorDonor = ExecutorDonor()
     private var engine: ReliableLink
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
@@ -40,6 +47,7 @@ public actor ReliableTransportLink: TransportLink {
         var configuration = configuration
         configuration.maxDatagramSize = min(inner.capabilities.mtu, 65_535)
         self.inner = inner
+        self.preferredExecutor = inner.preferredExecutor
         self.configuration = configuration
         self.remoteDescription = inner.remoteDescription
         let frame = configuration.maxFramePayload
@@ -50,6 +58,10 @@ public actor ReliableTransportLink: TransportLink {
         self.origin = origin
         self.engine = ReliableLink(configuration: configuration, now: .zero, crc32c: .hardware)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        preferredExecutor?.asUnownedSerialExecutor() ?? executorDonor.unownedExecutor
     }
 
     /// Wraps `link` unless it is already reliable and ordered.
@@ -286,3 +298,7 @@ public actor ReliableTransportLink: TransportLink {
         releaseDrainWaiters()
     }
 }
+
+/// An actor with nothing in it, whose default executor an actor with a custom executor borrows
+/// when it has no better one (SE-0392's executor sharing).
+actor ExecutorDonor {}

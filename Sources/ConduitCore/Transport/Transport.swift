@@ -29,13 +29,24 @@ public struct TransportCapabilities: Sendable, Hashable {
 /// `write` suspends while the link is full (backpressure); `read` suspends until datagrams
 /// arrive and returns nil once the link is closed. One task reads; writers are serialised by the
 /// caller. Implementations must survive `close` racing with reads and writes.
+///
+/// `read` and `write` run on the caller's executor (`nonisolated(nonsending)`): a driver that
+/// runs on the link's ``preferredExecutor`` reaches it without a thread hop per batch.
 public protocol TransportLink: AnyObject, Sendable {
     var capabilities: TransportCapabilities { get }
     /// A description of the remote end, for logs and reports.
     var remoteDescription: String { get }
-    func write(_ batch: DatagramBatch) async throws(ConduitError)
-    func read() async throws(ConduitError) -> DatagramBatch?
+    nonisolated(nonsending) func write(_ batch: DatagramBatch) async throws(ConduitError)
+    nonisolated(nonsending) func read() async throws(ConduitError) -> DatagramBatch?
     func close() async
+    /// The serial executor this link does its I/O on (a SwiftNIO event loop, say), or nil. The
+    /// actors driving the link (reliability, the call) run on it when it is there, so a batch
+    /// goes from socket to engine and back without crossing threads.
+    var preferredExecutor: (any SerialExecutor)? { get }
+}
+
+extension TransportLink {
+    public var preferredExecutor: (any SerialExecutor)? { nil }
 }
 
 /// Accepts links on one address.

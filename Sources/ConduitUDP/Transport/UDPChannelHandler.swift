@@ -3,6 +3,10 @@ import NIOCore
 /// Hands each datagram read (and the end of each read burst) to closures, on the event loop.
 /// Errors are swallowed: on a datagram socket they are per datagram (an ICMP port-unreachable
 /// surfacing as ECONNREFUSED, say) and never fatal to a link or a handshake.
+///
+/// With receive offload (UDP_GRO) the kernel hands over several datagrams of one flow in one
+/// read, with their size; they are split here, as slices of the read buffer, so everything above
+/// sees one datagram at a time.
 final class UDPChannelHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
@@ -15,7 +19,15 @@ final class UDPChannelHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        onDatagram(unwrapInboundIn(data), context.channel)
+        let envelope = unwrapInboundIn(data)
+        guard let segment = envelope.metadata?.segmentSize, segment > 0, envelope.data.readableBytes > segment else {
+            onDatagram(envelope, context.channel)
+            return
+        }
+        var rest = envelope.data
+        while rest.readableBytes > 0, let piece = rest.readSlice(length: min(segment, rest.readableBytes)) {
+            onDatagram(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: piece), context.channel)
+        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

@@ -37,10 +37,11 @@ final class UDPClientHandshake: Sendable {
     private let ssrc: UInt32
     private let nonce: UInt64
     private let mtu: Int
+    private let offload: Bool
     /// SRTP for everything this socket sends and receives, when the URL asks for it.
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
-    init(loop: any EventLoop, server: SocketAddress, mtu: Int, srtp: sending UDPSRTPFilter? = nil) {
+    init(loop: any EventLoop, server: SocketAddress, mtu: Int, offload: Bool = false, srtp: sending UDPSRTPFilter? = nil) {
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         promise = loop.makePromise()
@@ -48,6 +49,7 @@ final class UDPClientHandshake: Sendable {
         ssrc = random.next()
         nonce = random.next()
         self.mtu = mtu
+        self.offload = offload
         if let srtp {
             self.srtp = .makeBoxSendingValue(srtp, eventLoop: loop)
         } else {
@@ -148,7 +150,7 @@ final class UDPClientHandshake: Sendable {
             where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
                 state.value.timer?.cancel()
                 state.value.deadline?.cancel()
-                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), srtp: srtp) {
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload, srtp: srtp) {
                     channel.close()
                 }
                 state.value.phase = .established(link)

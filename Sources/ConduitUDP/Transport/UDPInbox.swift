@@ -48,7 +48,7 @@ final class UDPInbox: Sendable {
 
     /// Everything queued since the last read; suspends while there is nothing; nil once finished
     /// and drained, or if the reading task is cancelled.
-    func read() async -> DatagramBatch? {
+    nonisolated(nonsending) func read() async -> DatagramBatch? {
         if let ready = takeIfReady() { return ready }
         let id = state.withLock { state -> UInt64 in
             state.consumerID &+= 1

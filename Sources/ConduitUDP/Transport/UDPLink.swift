@@ -27,6 +27,9 @@ public final class UDPLink: TransportLink {
 
     private struct State {
         var sequence: UInt16
+        /// Runs of equal-sized datagrams go out as one write the kernel segments (UDP_SEGMENT).
+        /// Turned off for good if such a write fails (a device that cannot do it).
+        var segmentationOffload: Bool
         var statistics = UDPLinkStatistics()
         var received = DatagramBatch()
         var isOpen = true
@@ -39,6 +42,7 @@ public final class UDPLink: TransportLink {
         localSSRC: UInt32,
         remoteSSRC: UInt32,
         mtu: Int,
+        offload: Bool = false,
         srtp: NIOLoopBoundBox<UDPSRTPFilter>? = nil,
         detach: @escaping @Sendable () -> EventLoopFuture<Void>
     ) {
@@ -49,7 +53,8 @@ public final class UDPLink: TransportLink {
         self.remoteSSRC = remoteSSRC
         self.channel = channel
         self.peer = peer
-        self.state = NIOLoopBoundBox(State(sequence: random.next()), eventLoop: channel.eventLoop)
+        // SRTP protects datagram by datagram; those go out one write each.
+        self.state = NIOLoopBoundBox(State(sequence: random.next(), segmentationOffload: offload && srtp == nil), eventLoop: channel.eventLoop)
         self.origin = .now()
         self.detach = detach
         self.srtp = srtp
@@ -65,7 +70,10 @@ public final class UDPLink: TransportLink {
 
     // MARK: Writing
 
-    public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+    /// The event loop of the channel this link sends through.
+    public var preferredExecutor: (any SerialExecutor)? { channel.eventLoop.executor }
+
+    nonisolated(nonsending) public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         guard !batch.isEmpty else { return }
         for index in 0..<batch.count where batch.range(of: index).count > capabilities.maxDatagramSize {
             throw ConduitError(
@@ -74,9 +82,14 @@ public final class UDPLink: TransportLink {
             )
         }
         guard !closed.load(ordering: .relaxed) else { throw closedError }
-        let future = channel.eventLoop.flatSubmit { self.send(batch) }
+        let loop = channel.eventLoop
+        // On the loop already (a driver on ``preferredExecutor``): send now, no task hop.
+        let future = loop.inEventLoop ? send(batch) : loop.flatSubmit { self.send(batch) }
         do {
-            try await future.get()
+            // Not `future.get()`, which is nonisolated and would resume off the caller's executor.
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                future.whenComplete { continuation.resume(with: $0) }
+            }
         } catch let error as ConduitError {
             throw error
         } catch {
@@ -96,18 +109,17 @@ public final class UDPLink: TransportLink {
         let timestamp = UInt32(truncatingIfNeeded: (NIODeadline.now().uptimeNanoseconds &- origin.uptimeNanoseconds) / 1_000_000)
         let promise = loop.makePromise(of: Void.self)
         var sequence = state.value.sequence
-        for index in 0..<batch.count {
-            let count = batch.range(of: index).count
-            var buffer = channel.allocator.buffer(capacity: RTPHeader.size + count)
-            RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
-            sequence &+= 1
-            batch.withDatagram(index) { _ = buffer.writeBytes($0) }
-            guard let sealed = sealed(buffer) else {
-                state.value.statistics.sendErrors += 1
-                if index == batch.count - 1 { promise.succeed() }
-                continue
+        var index = 0
+        while index < batch.count {
+            let end = state.value.segmentationOffload ? Self.endOfRun(in: batch, from: index) : index + 1
+            let isLast = end == batch.count
+            if end - index > 1 {
+                writeSegmented(batch, index..<end, sequence: sequence, timestamp: timestamp, promise: isLast ? promise : nil)
+            } else {
+                writeOne(batch, index, sequence: sequence, timestamp: timestamp, promise: isLast ? promise : nil)
             }
-            channel.write(AddressedEnvelope(remoteAddress: peer, data: sealed), promise: index == batch.count - 1 ? promise : nil)
+            sequence &+= UInt16(truncatingIfNeeded: end - index)
+            index = end
         }
         channel.flush()
         state.value.sequence = sequence
@@ -120,6 +132,60 @@ public final class UDPLink: TransportLink {
             state.value.statistics.sendErrors += 1
             return loop.makeSucceededVoidFuture()
         }
+    }
+
+    /// Segments per offloaded write, at most, and bytes (an IPv4 datagram's limit, with room).
+    static let maxSegments = 64
+    static let maxSegmentedBytes = 65_000
+
+    /// The end of the run starting at `start` that can go as one offloaded write: datagrams of
+    /// the first one's size, the last possibly shorter (the kernel's rule for UDP_SEGMENT).
+    static func endOfRun(in batch: DatagramBatch, from start: Int) -> Int {
+        let size = batch.range(of: start).count + RTPHeader.size
+        var end = start + 1
+        var bytes = size
+        while end < batch.count, end - start < maxSegments {
+            let next = batch.range(of: end).count + RTPHeader.size
+            guard next <= size, bytes + next <= maxSegmentedBytes else { break }
+            bytes += next
+            end += 1
+            if next < size { break }
+        }
+        return end
+    }
+
+    private func writeOne(_ batch: DatagramBatch, _ index: Int, sequence: UInt16, timestamp: UInt32, promise: EventLoopPromise<Void>?) {
+        var buffer = channel.allocator.buffer(capacity: RTPHeader.size + batch.range(of: index).count)
+        RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
+        batch.withDatagram(index) { _ = buffer.writeBytes($0) }
+        guard let sealed = sealed(buffer) else {
+            state.value.statistics.sendErrors += 1
+            promise?.succeed()
+            return
+        }
+        channel.write(AddressedEnvelope(remoteAddress: peer, data: sealed), promise: promise)
+    }
+
+    /// One buffer of RTP datagrams back to back, which the kernel splits at the first one's size.
+    private func writeSegmented(_ batch: DatagramBatch, _ run: Range<Int>, sequence: UInt16, timestamp: UInt32, promise: EventLoopPromise<Void>?) {
+        let segmentSize = batch.range(of: run.lowerBound).count + RTPHeader.size
+        var buffer = channel.allocator.buffer(capacity: segmentSize * run.count)
+        var sequence = sequence
+        for index in run {
+            RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
+            batch.withDatagram(index) { _ = buffer.writeBytes($0) }
+            sequence &+= 1
+        }
+        state.value.statistics.segmentedWrites += 1
+        let metadata = AddressedEnvelope<ByteBuffer>.Metadata(ecnState: .transportNotCapable, packetInfo: nil, segmentSize: segmentSize)
+        let written = promise ?? channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { [state, channel] _ in
+            // The device cannot segment (EIO, say): these datagrams are lost, later ones go singly.
+            guard channel.isActive else { return }
+            state.value.segmentationOffload = false
+            state.value.statistics.segmentationOffloadFailures += 1
+        }
+        channel.write(AddressedEnvelope(remoteAddress: peer, data: buffer, metadata: metadata), promise: written)
     }
 
     // MARK: Receiving, on the loop
@@ -170,7 +236,7 @@ public final class UDPLink: TransportLink {
 
     // MARK: Reading and closing
 
-    public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.read() }
+    nonisolated(nonsending) public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.read() }
 
     /// Sends BYE (unless the peer already said it), ends reads, and releases the socket or the
     /// listener's table entry. Never waits for the peer, so it returns even if the peer vanished.

@@ -17,6 +17,8 @@ final class UDPListenerCore: Sendable {
     let state: NIOLoopBoundBox<State>
     let backlog = AsyncBoundedChannel<UDPLink>(capacity: maxPending)
     let mtu: Int
+    /// Whether links send runs of datagrams as one segmentation-offload write.
+    let offload: Bool
     /// The SSRC the listener's COOKIE messages carry.
     private let ssrc: UInt32
     private let jar = UDPCookieJar()
@@ -24,11 +26,12 @@ final class UDPListenerCore: Sendable {
     /// SSRC, so each link has its own replay window), when the URL asks for it.
     let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
-    init(loop: any EventLoop, mtu: Int, srtp: sending UDPSRTPFilter? = nil) {
+    init(loop: any EventLoop, mtu: Int, offload: Bool = false, srtp: sending UDPSRTPFilter? = nil) {
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         ssrc = random.next()
         self.mtu = mtu
+        self.offload = offload
         if let srtp {
             self.srtp = .makeBoxSendingValue(srtp, eventLoop: loop)
         } else {
@@ -109,7 +112,7 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, srtp: srtp) { [self] in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload, srtp: srtp) { [self] in
             if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()

@@ -5,11 +5,13 @@ import NIOCore
 struct UDPOptions: Sendable {
     static let defaultMTU = 1_232
     static let mtuRange = 256...65_507
-    static let known = ["mtu", "connect-timeout-ms"] + UDPSRTPConfiguration.optionKeys
+    static let known = ["mtu", "connect-timeout-ms", "offload"] + UDPSRTPConfiguration.optionKeys
 
     /// UDP payload bytes per datagram (RTP header included).
     var mtu: Int
     var connectTimeoutMilliseconds: Int
+    /// Segmentation and receive offload (UDP_SEGMENT, UDP_GRO) where the kernel has them.
+    var offload: Bool
     /// SRTP protection, when the URL asks for it.
     var srtp: UDPSRTPConfiguration?
 
@@ -29,6 +31,11 @@ struct UDPOptions: Sendable {
         mtu = try url.intOption("mtu", default: Self.defaultMTU, in: Self.mtuRange)
         connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
         srtp = try UDPSRTPConfiguration(url: url)
+        switch url.query["offload"] ?? "on" {
+        case "on": offload = true
+        case "off": offload = false
+        case let other: throw ConduitError(.invalidConfiguration, "offload is on or off, got '\(other)' in \(url)")
+        }
     }
 
     var connectTimeoutText: String {

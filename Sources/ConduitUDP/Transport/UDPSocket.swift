@@ -15,19 +15,37 @@ import Darwin
 enum UDPSocket {
     static let socketBufferBytes = 4 << 20
     static let maxVectorReads = 32
+    /// What one read can return with receive offload on: the kernel coalesces a flow's datagrams.
+    static let maxCoalescedRead = 65_536
+    /// Receive buffer slices, at most, with receive offload on (64 KiB each).
+    static let maxCoalescedVectorReads = 16
+
+    /// Whether this kernel does UDP segmentation (GSO) and receive (GRO) offload.
+    static var kernelSupportsOffload: Bool {
+        System.supportsUDPSegmentationOffload && System.supportsUDPReceiveOffload
+    }
 
     static func bind(
         to address: SocketAddress,
         on loop: any EventLoop,
         mtu: Int,
+        offload: Bool,
         onDatagram: @escaping @Sendable (AddressedEnvelope<ByteBuffer>, any Channel) -> Void,
         onBurstEnd: @escaping @Sendable () -> Void
     ) async throws(ConduitError) -> any Channel {
         // A slice per message one byte over the MTU, so that a larger datagram shows as too large.
-        let slice = (mtu + 1 + 63) & ~63
-        let vectorReads = max(1, min(maxVectorReads, (1 << 20) / slice))
+        // With receive offload a read is up to 64 KiB of one flow's datagrams, which the handler
+        // splits at the segment size the kernel reports.
+        let slice = offload ? maxCoalescedRead : (mtu + 1 + 63) & ~63
+        let vectorReads = offload ? maxCoalescedVectorReads : max(1, min(maxVectorReads, (1 << 20) / slice))
         do {
-            return try await DatagramBootstrap(group: loop)
+            var bootstrap = DatagramBootstrap(group: loop)
+            if offload {
+                bootstrap = bootstrap
+                    .channelOption(.datagramReceiveOffload, value: true)
+                    .channelOption(.datagramReceiveSegmentSize, value: true)
+            }
+            return try await bootstrap
                 .channelOption(.datagramVectorReadMessageCount, value: vectorReads)
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slice * vectorReads))
                 .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(socketBufferBytes))

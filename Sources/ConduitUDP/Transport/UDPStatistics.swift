@@ -14,6 +14,10 @@ public struct UDPLinkStatistics: Sendable, Hashable, Codable {
     public var sendErrors = 0
     /// With SRTP: datagrams from the peer that failed authentication or were replays (dropped).
     public var droppedSRTP = 0
+    /// Writes of several datagrams for the kernel to segment (UDP_SEGMENT), and those refused
+    /// (after which the link writes datagram by datagram).
+    public var segmentedWrites = 0
+    public var segmentationOffloadFailures = 0
 
     public init() {}
 }
