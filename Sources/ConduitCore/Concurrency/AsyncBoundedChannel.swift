@@ -1,5 +1,5 @@
-import DequeModule
-import Synchronization
+public import DequeModule
+public import Synchronization
 
 /// A multi-producer, single-consumer async channel with backpressure by weight.
 ///
@@ -7,26 +7,40 @@ import Synchronization
 /// element is ever dropped and memory stays within one element of the cap. `next` suspends while
 /// the buffer is empty. `finish` ends the stream: buffered elements are still delivered, then nil.
 /// It is a plain synchronisation primitive: no I/O, no clock.
+///
+/// Its methods are `@inlinable` so that each client module specializes them for its element
+/// type: unspecialized, every send and receive looked up generic metadata at run time.
 public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequence {
     public typealias Failure = Never
 
-    private struct Waiter {
-        let id: UInt64
-        let continuation: CheckedContinuation<Void, Never>
+    @usableFromInline
+    struct Waiter {
+        @usableFromInline let id: UInt64
+        @usableFromInline let continuation: CheckedContinuation<Void, Never>
+
+        @inlinable
+        init(id: UInt64, continuation: CheckedContinuation<Void, Never>) {
+            self.id = id
+            self.continuation = continuation
+        }
     }
 
-    private struct State {
-        var buffer = Deque<(element: Element, weight: Int)>()
-        var weight = 0
-        var finished = false
-        var consumer: CheckedContinuation<Element?, Never>?
-        var producers: [Waiter] = []
-        var nextID: UInt64 = 0
+    @usableFromInline
+    struct State {
+        @usableFromInline var buffer = Deque<(element: Element, weight: Int)>()
+        @usableFromInline var weight = 0
+        @usableFromInline var finished = false
+        @usableFromInline var consumer: CheckedContinuation<Element?, Never>?
+        @usableFromInline var producers: [Waiter] = []
+        @usableFromInline var nextID: UInt64 = 0
+
+        @inlinable
+        init() {}
     }
 
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
     public let capacity: Int
-    private let weigh: @Sendable (Element) -> Int
+    @usableFromInline let weigh: @Sendable (Element) -> Int
 
     /// - Parameters:
     ///   - capacity: total weight buffered before producers wait.
@@ -39,7 +53,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
 
     /// Enqueues `element`; returns false (dropping it) if the channel is finished. Suspends while
     /// the channel is over capacity.
-    @discardableResult
+    @inlinable @discardableResult
     public func send(_ element: Element) async -> Bool {
         let w = weigh(element)
         let (accepted, mustWait, consumer): (Bool, Bool, CheckedContinuation<Element?, Never>?) = state.withLock { state in
@@ -59,6 +73,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     }
 
     /// Enqueues without waiting; false if finished or over capacity.
+    @inlinable
     public func trySend(_ element: Element) -> Bool {
         let w = weigh(element)
         let (accepted, consumer): (Bool, CheckedContinuation<Element?, Never>?) = state.withLock { state in
@@ -76,7 +91,8 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         return accepted
     }
 
-    private func waitForRoom() async {
+    @inlinable
+    func waitForRoom() async {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -100,6 +116,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     }
 
     /// The next element, or nil once finished and drained (or if the consumer is cancelled).
+    @inlinable
     public func next() async -> Element? {
         let (ready, released) = state.withLock { Self.pop(&$0, capacity: capacity) }
         for waiter in released { waiter.continuation.resume() }
@@ -128,7 +145,8 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
 
     /// Takes the first buffered element; once the weight is back within capacity, hands back the
     /// producers to wake (every path that removes an element must wake them, or they hang).
-    private static func pop(_ state: inout State, capacity: Int) -> (Element?, [Waiter]) {
+    @inlinable
+    static func pop(_ state: inout State, capacity: Int) -> (Element?, [Waiter]) {
         guard let first = state.buffer.popFirst() else { return (nil, []) }
         state.weight -= first.weight
         guard state.weight <= capacity, !state.producers.isEmpty else { return (first.element, []) }
@@ -137,6 +155,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     }
 
     /// Ends the channel. Waiting producers resume; the consumer drains what is buffered, then nil.
+    @inlinable
     public func finish() {
         let (consumer, producers) = state.withLock { state -> (CheckedContinuation<Element?, Never>?, [Waiter]) in
             state.finished = true
@@ -170,10 +189,17 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     public var bufferedWeight: Int { state.withLock { $0.weight } }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let channel: AsyncBoundedChannel
+        @usableFromInline let channel: AsyncBoundedChannel
+
+        @inlinable
+        init(channel: AsyncBoundedChannel) { self.channel = channel }
+
+        @inlinable
         public mutating func next() async -> Element? { await channel.next() }
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? { await channel.next() }
     }
 
+    @inlinable
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(channel: self) }
 }
