@@ -301,7 +301,9 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
             case .queued:
                 dispatchEvents()
                 wake()
-                scheduleTimers()
+                // The pump re-arms after each round; a new queue head needs it now, in case the
+                // pump is blocked in a write (that is when `tooLongQueuedData` must still fire).
+                if machine.takeQueueHeadAdded() { scheduleTimers() }
                 return true
             case .failed(let error):
                 throw error

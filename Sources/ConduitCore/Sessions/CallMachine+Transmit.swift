@@ -29,29 +29,32 @@ extension CallMachine {
 
     /// Emits one fragment of `key`'s head message if its pacer allows.
     mutating func emitFragment(_ key: SessionKey, now: ConduitInstant, into batch: inout DatagramBatch) -> Bool {
-        guard outbound[key]!.isOpen, !outbound[key]!.queue.isEmpty, outbound[key]!.pacer.mayRelease(now: now) else {
+        // One hash lookup; the entry is then read and changed in place through its index (no
+        // key is added or removed before the last use), so the queued bytes stay uniquely
+        // referenced and nothing is hashed again per fragment.
+        let index = outbound.index(forKey: key)!
+        guard outbound.values[index].isOpen, !outbound.values[index].queue.isEmpty, outbound.values[index].pacer.mayRelease(now: now) else {
             return false
         }
         let emitted: Int = {
-            // Modify in place so the queued bytes stay uniquely referenced.
-            let before = outbound[key]!.queue[0].fragmenter.remainingBytes
-            let size = outbound[key]!.queue[0].fragmenter.nextFrameSize
-            outbound[key]!.queue[0].bytes.withUnsafeBytes { message in
-                _ = outbound[key]!.queue[0].fragmenter.emitNext(of: message, into: &batch)
+            let before = outbound.values[index].queue[0].fragmenter.remainingBytes
+            let size = outbound.values[index].queue[0].fragmenter.nextFrameSize
+            outbound.values[index].queue[0].bytes.withUnsafeBytes { message in
+                _ = outbound.values[index].queue[0].fragmenter.emitNext(of: message, into: &batch)
             }
-            outbound[key]!.pacer.consume(size, now: now)
-            return before - outbound[key]!.queue[0].fragmenter.remainingBytes
+            outbound.values[index].pacer.consume(size, now: now)
+            return before - outbound.values[index].queue[0].fragmenter.remainingBytes
         }()
-        outbound[key]!.queuedBytes -= emitted
-        if outbound[key]!.queue[0].fragmenter.isFinished {
-            outbound[key]!.queue.removeFirst()
+        outbound.values[index].queuedBytes -= emitted
+        if outbound.values[index].queue[0].fragmenter.isFinished {
+            outbound.values[index].queue.removeFirst()
             statistics.messagesSent += 1
-            if outbound[key]!.isClosing, outbound[key]!.queue.isEmpty {
+            if outbound.values[index].isClosing, outbound.values[index].queue.isEmpty {
                 finishClosing(key)
                 return true
             }
-            if outbound[key]!.senderIsWaiting, outbound[key]!.queuedBytes < configuration.maxQueuedBytesPerSession {
-                outbound[key]!.senderIsWaiting = false
+            if outbound.values[index].senderIsWaiting, outbound.values[index].queuedBytes < configuration.maxQueuedBytesPerSession {
+                outbound.values[index].senderIsWaiting = false
                 events.append(.sendQueueHasRoom(key))
             }
         }
@@ -59,8 +62,9 @@ extension CallMachine {
     }
 
     mutating func updateDelay(_ key: SessionKey, now: ConduitInstant) {
-        let delay = outbound[key]!.queueingDelay(now: now)
-        if let enabled = outbound[key]!.delayMonitor.update(delay: delay) {
+        let index = outbound.index(forKey: key)!
+        let delay = outbound.values[index].queueingDelay(now: now)
+        if let enabled = outbound.values[index].delayMonitor.update(delay: delay) {
             events.append(.tooLongQueuedData(key, enabled: enabled))
         }
     }

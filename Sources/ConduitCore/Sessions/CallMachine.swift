@@ -30,6 +30,8 @@ public struct CallMachine: Sendable {
     var reassembler: Reassembler
     var controlOut = Deque<[UInt8]>()
     var events = Deque<CallEvent>()
+    /// Set when a send lands in an empty queue (see ``takeQueueHeadAdded()``).
+    var queueHeadAdded = false
     var localSubgroupIDs: [SubgroupName: UInt16] = [:]
     var remoteSubgroups: [UInt16: SubgroupName] = [:]
     /// Subgroups a peer may announce; past this, its frames for new ones are dropped and counted.
@@ -54,6 +56,14 @@ public struct CallMachine: Sendable {
     }
 
     public mutating func pollEvent() -> CallEvent? { events.popFirst() }
+
+    /// Whether a send landed in an empty queue since the last call: only then can
+    /// ``nextTimeout()`` and ``nextTransmit(now:)`` have moved earlier because of sends, so a
+    /// driver re-arms its timers after a send only when this says so (both walk every session).
+    public mutating func takeQueueHeadAdded() -> Bool {
+        defer { queueHeadAdded = false }
+        return queueHeadAdded
+    }
 
     // MARK: Sender side
 
@@ -109,9 +119,12 @@ public struct CallMachine: Sendable {
             fragmentSize: configuration.fragmentSize,
             timestamp: timestamp
         )
-        outbound[key]!.nextMessageID &+= 1
-        outbound[key]!.queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
-        outbound[key]!.queuedBytes += bytes.count
+        // One lookup, then the entry is changed in place through its index.
+        let index = outbound.index(forKey: key)!
+        outbound.values[index].nextMessageID &+= 1
+        outbound.values[index].queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
+        outbound.values[index].queuedBytes += bytes.count
+        if state.queueIsEmpty { queueHeadAdded = true }
         updateDelay(key, now: now)
         return .queued(messageID: messageID)
     }
