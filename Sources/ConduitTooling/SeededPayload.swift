@@ -115,10 +115,55 @@ public struct PayloadVerifier: Sendable {
     }
 
     public private(set) var counts = Counts()
-    private var seen: Set<UInt64> = []
-    private var highest: [UInt32: UInt32] = [:]
+    /// Per sender seed (a handful): the highest sequence number seen and a bitmap of those seen,
+    /// so that checking a message costs a bit test rather than hashing into a set.
+    private var senders: [SenderTrack] = []
+    /// Messages a bitmap does not cover (a sender numbering far ahead of what it sent, or past
+    /// the first ``maxTrackedSenders``), kept as a set: memory stays proportional to messages.
+    private var untracked: Set<UInt64> = []
+
+    /// Senders (seeds) tracked with a bitmap each; messages of any further ones go to a set.
+    public static let maxTrackedSenders = 64
+
+    private struct SenderTrack {
+        let seed: UInt32
+        var highest: UInt32?
+        var seen: [UInt64] = []
+        var received = 0
+
+        /// A bitmap covers sequence numbers up to about twice what the sender delivered.
+        func covers(_ sequence: UInt32) -> Bool { Int(sequence) < 2 * received + 65_536 }
+
+        /// Marks `sequence` seen; false if it already was.
+        mutating func insert(_ sequence: UInt32) -> Bool {
+            let word = Int(sequence >> 6)
+            let bit = UInt64(1) << UInt64(sequence & 63)
+            if word >= seen.count { seen.append(contentsOf: repeatElement(0, count: max(word + 1 - seen.count, seen.count))) }
+            guard seen[word] & bit == 0 else { return false }
+            seen[word] |= bit
+            return true
+        }
+    }
 
     public init() {}
+
+    /// Marks a message seen; false if it already was.
+    private mutating func insert(seed: UInt32, sequence: UInt32, timestamp: UInt64) -> (isNew: Bool, sender: Int?) {
+        let sender: Int
+        if let index = senders.firstIndex(where: { $0.seed == seed }) {
+            sender = index
+        } else if senders.count < Self.maxTrackedSenders {
+            senders.append(SenderTrack(seed: seed))
+            sender = senders.count - 1
+        } else {
+            return (untracked.insert(timestamp).inserted, nil)
+        }
+        senders[sender].received += 1
+        guard senders[sender].covers(sequence) else { return (untracked.insert(timestamp).inserted, sender) }
+        // One first seen while the bitmap did not reach it is in the set.
+        let isNew = senders[sender].insert(sequence) && (untracked.isEmpty || !untracked.contains(timestamp))
+        return (isNew, sender)
+    }
 
     public mutating func classify(_ bytes: [UInt8], timestamp: UInt64) -> Verdict {
         counts.received += 1
@@ -127,16 +172,21 @@ public struct PayloadVerifier: Sendable {
             counts.corrupted += 1
             return .corrupted
         }
-        guard seen.insert(timestamp).inserted else {
+        let (seed, seq) = SeededPayload.decode(timestamp: timestamp)
+        let (isNew, sender) = insert(seed: seed, sequence: seq, timestamp: timestamp)
+        guard isNew else {
             counts.duplicates += 1
             return .duplicate
         }
-        let (seed, seq) = SeededPayload.decode(timestamp: timestamp)
-        if let top = highest[seed], seq < top {
+        guard let sender else {
+            counts.ok += 1
+            return .ok
+        }
+        if let top = senders[sender].highest, seq < top {
             counts.outOfOrder += 1
             return .outOfOrder
         }
-        highest[seed] = seq
+        senders[sender].highest = seq
         counts.ok += 1
         return .ok
     }

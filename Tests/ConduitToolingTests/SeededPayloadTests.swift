@@ -72,6 +72,27 @@ struct SeededPayloadTests {
         #expect(counts.bytes == 7 * count)
     }
 
+    @Test func duplicatesAreCaughtFarAheadAndAcrossManySenders() {
+        var verifier = PayloadVerifier()
+        func classify(_ seed: UInt32, _ seq: UInt32) -> PayloadVerifier.Verdict {
+            verifier.classify(SeededPayload.bytes(seed: seed, seq: seq, count: 8), timestamp: SeededPayload.timestamp(seed: seed, seq: seq))
+        }
+        // A sequence number far past what the sender delivered is first kept outside the bitmap;
+        // once the bitmap reaches it (after many more messages) a repeat is still a duplicate.
+        #expect(classify(1, 3_000_000_000) == .ok)
+        #expect(classify(1, 3_000_000_000) == .duplicate)
+        #expect(classify(1, 200_000) == .outOfOrder)
+        for seq in UInt32(0)..<70_000 { _ = classify(1, seq) }
+        #expect(classify(1, 200_000) == .duplicate)
+        #expect(classify(1, 69_999) == .duplicate)
+        // More senders than the verifier tracks by bitmap: duplicates are still caught.
+        for seed in UInt32(100)..<UInt32(100 + PayloadVerifier.maxTrackedSenders + 10) {
+            #expect(classify(seed, 0) == .ok)
+            #expect(classify(seed, 0) == .duplicate)
+        }
+        #expect(verifier.counts.corrupted == 0)
+    }
+
     @Test func truncatedOrPaddedMessagesAreCorrupted() {
         let timestamp = SeededPayload.timestamp(seed: 11, seq: 0)
         let whole = SeededPayload.bytes(seed: 11, seq: 0, count: 1_000)
