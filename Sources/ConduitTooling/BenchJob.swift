@@ -66,7 +66,7 @@ public struct BenchJob: Sendable {
             types: [SessionType] = [.reliableMessage],
             sizes: [Int] = [1_024, 16_384, 65_536],
             runs: Int = 3,
-            countBytes: Int = 64 * 1_048_576,
+            countBytes: Int = 256 * 1_048_576,
             timeout: Duration = .seconds(120)
         ) {
             self.transports = transports

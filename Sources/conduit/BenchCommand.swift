@@ -37,7 +37,7 @@ struct BenchCommand: AsyncParsableCommand {
     var runs: Int = 3
 
     @Option(name: .customLong("count-bytes"), help: "Bytes per run: max(50, B / size) messages.")
-    var countBytes: Int = 64 * 1_048_576
+    var countBytes: Int = 256 * 1_048_576
 
     @Flag(help: "Print the report as one JSON object (the last line).")
     var json = false

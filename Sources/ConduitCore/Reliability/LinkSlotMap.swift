@@ -16,7 +16,10 @@ struct LinkSlotMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var count: Int { slotOf.count }
     var isEmpty: Bool { slotOf.isEmpty }
 
-    /// A copy of the value for `key`.
+    func contains(_ key: Key) -> Bool { slotOf[key] != nil }
+
+    /// A copy of the value for `key` (a copy: for a value holding arrays, prefer ``update(_:_:)``,
+    /// which reaches it in place).
     @inline(__always)
     subscript(key: Key) -> Value? {
         guard let slot = slotOf[key] else { return nil }

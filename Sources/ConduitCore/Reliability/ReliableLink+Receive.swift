@@ -93,7 +93,7 @@ extension ReliableLink {
 
     /// Creates the channel's receive state on first use, within the channel cap.
     mutating func ensureReceiveChannel(_ channel: UInt32) -> Bool {
-        if receiveChannels[channel] != nil { return true }
+        if receiveChannels.contains(channel) { return true }
         guard receiveChannels.count < configuration.maxChannels else {
             counters.framesDroppedTooManyChannels += 1
             return false
@@ -104,8 +104,13 @@ extension ReliableLink {
 
     /// Takes one DATA frame; false if it could not be taken now (the packet is then not acknowledged).
     mutating func receiveData(_ data: LinkDataFrame, in datagram: UnsafeRawBufferPointer, now: ConduitInstant) -> Bool {
-        guard ensureReceiveChannel(data.channel), let cumulative = receiveChannels[data.channel]?.cumulative else { return false }
-        let offset = data.sequence &- cumulative
+        guard ensureReceiveChannel(data.channel) else { return false }
+        // One in-place look at the channel: reading it through the subscript copies its tables.
+        let window = configuration.channelWindow
+        guard let (offset, isMarked) = receiveChannels.update(data.channel, { channel -> (UInt32, Bool) in
+            let offset = data.sequence &- channel.cumulative
+            return (offset, offset < 1 << 31 && Int(offset) < window && channel.isMarked(data.sequence))
+        }) else { return false }
         if offset >= 1 << 31 {
             // Below the cumulative point: delivered, expired or skipped already.
             counters.duplicateFramesSuppressed += 1
@@ -115,7 +120,7 @@ extension ReliableLink {
             counters.framesDroppedOutsideChannelWindow += 1
             return false
         }
-        if receiveChannels[data.channel]?.isMarked(data.sequence) == true {
+        if isMarked {
             counters.duplicateFramesSuppressed += 1
             return true
         }
@@ -139,31 +144,46 @@ extension ReliableLink {
             expiresAt: data.remainingLifetimeMilliseconds.map { LinkTime.add(now, Int64($0) * LinkTime.millisecond) }
         )
         receiveBufferedBytes += cost
-        receiveChannels.update(data.channel) { $0.mark(data.sequence) }
-        if !data.isOrdered || offset == 0 {
+        if offset == 0 {
+            // In order, the common case: delivered, and the cumulative point moves past it
+            // without marking it; frames already received above it follow.
+            deliveries.append(pending)
+            let more = receiveChannels.update(data.channel) { channel -> Bool in
+                channel.cumulative &+= 1
+                return channel.isMarked(channel.cumulative)
+            }
+            if more == true { advance(data.channel, now: now) }
+        } else if !data.isOrdered {
+            receiveChannels.update(data.channel) { $0.mark(data.sequence) }
             deliveries.append(pending)
         } else {
-            receiveChannels.update(data.channel) { $0.buffered[data.sequence] = pending }
+            receiveChannels.update(data.channel) { channel in
+                channel.mark(data.sequence)
+                channel.buffered[data.sequence] = pending
+            }
         }
-        if offset == 0 { advance(data.channel, now: now) }
         return true
     }
 
     /// Moves a channel's cumulative point over every sequence received, releasing the ordered
     /// frames that were waiting for it.
     mutating func advance(_ channel: UInt32, now: ConduitInstant) {
-        while let cumulative = receiveChannels[channel]?.cumulative, receiveChannels[channel]?.isMarked(cumulative) == true {
-            receiveChannels.update(channel) { $0.unmark(cumulative) }
-            release(channel, cumulative, now: now)
-            receiveChannels.update(channel) { $0.cumulative = cumulative &+ 1 }
+        while true {
+            // Each step in place (see `receiveData`); a buffered frame at the step is released.
+            let step = receiveChannels.update(channel) { state -> LinkPendingDelivery?? in
+                let sequence = state.cumulative
+                guard state.isMarked(sequence) else { return .none }
+                state.unmark(sequence)
+                state.cumulative = sequence &+ 1
+                return .some(state.buffered.isEmpty ? nil : state.buffered.removeValue(forKey: sequence))
+            } ?? nil
+            guard let released = step else { return }
+            if let frame = released { release(frame, now: now) }
         }
     }
 
     /// Hands a buffered ordered frame to the delivery queue, unless its lifetime is over.
-    mutating func release(_ channel: UInt32, _ sequence: UInt32, now: ConduitInstant) {
-        guard receiveChannels[channel]?.buffered.isEmpty == false,
-            let frame = receiveChannels.update(channel, { $0.buffered.removeValue(forKey: sequence) }) ?? nil
-        else { return }
+    mutating func release(_ frame: LinkPendingDelivery, now: ConduitInstant) {
         if let expiry = frame.expiresAt, expiry <= now {
             counters.framesExpiredAtReceiver += 1
             receiveBufferedBytes -= frame.bytes.count + Self.frameOverhead
@@ -184,9 +204,13 @@ extension ReliableLink {
         let steps = min(Int(distance), configuration.channelWindow)
         var sequence = current
         for _ in 0..<steps {
-            if receiveChannels[channel]?.isMarked(sequence) == true {
-                receiveChannels.update(channel) { $0.unmark(sequence) }
-                release(channel, sequence, now: now)
+            let released = receiveChannels.update(channel) { state -> LinkPendingDelivery?? in
+                guard state.isMarked(sequence) else { return .none }
+                state.unmark(sequence)
+                return .some(state.buffered.removeValue(forKey: sequence))
+            } ?? nil
+            if let released {
+                if let frame = released { release(frame, now: now) }
             } else {
                 counters.framesSkipped += 1
             }

@@ -23,48 +23,65 @@ extension CallMachine {
                 if batch.byteCount >= maxBytes { break }
             }
         }
-        for key in outboundOrder where outbound[key]!.isOpen { updateDelay(key, now: now) }
+        for key in outboundOrder { updateDelay(key, now: now, ifOpen: true) }
         return batch.count - before
     }
 
     /// Emits one fragment of `key`'s head message if its pacer allows.
     mutating func emitFragment(_ key: SessionKey, now: ConduitInstant, into batch: inout DatagramBatch) -> Bool {
-        // One hash lookup; the entry is then read and changed in place through its index (no
-        // key is added or removed before the last use), so the queued bytes stay uniquely
-        // referenced and nothing is hashed again per fragment.
+        // One hash lookup, then one in-place access to the entry (`inout` through its index): a
+        // read through the index would copy the whole session, and a copy alive while its queue
+        // changes would make the queue copy itself.
         let index = outbound.index(forKey: key)!
-        guard outbound.values[index].isOpen, !outbound.values[index].queue.isEmpty, outbound.values[index].pacer.mayRelease(now: now) else {
+        let outcome = Self.emitFragment(of: &outbound.values[index], now: now, into: &batch, maxQueuedBytes: configuration.maxQueuedBytesPerSession)
+        switch outcome {
+        case .notReady:
             return false
-        }
-        let emitted: Int = {
-            let before = outbound.values[index].queue[0].fragmenter.remainingBytes
-            let size = outbound.values[index].queue[0].fragmenter.nextFrameSize
-            outbound.values[index].queue[0].bytes.withUnsafeBytes { message in
-                _ = outbound.values[index].queue[0].fragmenter.emitNext(of: message, into: &batch)
-            }
-            outbound.values[index].pacer.consume(size, now: now)
-            return before - outbound.values[index].queue[0].fragmenter.remainingBytes
-        }()
-        outbound.values[index].queuedBytes -= emitted
-        if outbound.values[index].queue[0].fragmenter.isFinished {
-            outbound.values[index].queue.removeFirst()
+        case .fragment:
+            return true
+        case .lastFragment(let drainedWhileClosing, let senderMayResume):
             statistics.messagesSent += 1
-            if outbound.values[index].isClosing, outbound.values[index].queue.isEmpty {
+            if drainedWhileClosing {
                 finishClosing(key)
-                return true
-            }
-            if outbound.values[index].senderIsWaiting, outbound.values[index].queuedBytes < configuration.maxQueuedBytesPerSession {
-                outbound.values[index].senderIsWaiting = false
+            } else if senderMayResume {
                 events.append(.sendQueueHasRoom(key))
             }
+            return true
         }
-        return true
     }
 
-    mutating func updateDelay(_ key: SessionKey, now: ConduitInstant) {
+    enum EmitOutcome {
+        case notReady
+        case fragment
+        case lastFragment(drainedWhileClosing: Bool, senderMayResume: Bool)
+    }
+
+    static func emitFragment(of session: inout OutboundSessionState, now: ConduitInstant, into batch: inout DatagramBatch, maxQueuedBytes: Int) -> EmitOutcome {
+        guard session.isOpen, !session.queue.isEmpty, session.pacer.mayRelease(now: now) else { return .notReady }
+        let before = session.queue[0].fragmenter.remainingBytes
+        let size = session.queue[0].fragmenter.nextFrameSize
+        session.queue[0].bytes.withUnsafeBytes { message in
+            _ = session.queue[0].fragmenter.emitNext(of: message, into: &batch)
+        }
+        session.pacer.consume(size, now: now)
+        session.queuedBytes -= before - session.queue[0].fragmenter.remainingBytes
+        guard session.queue[0].fragmenter.isFinished else { return .fragment }
+        session.queue.removeFirst()
+        if session.isClosing, session.queue.isEmpty {
+            return .lastFragment(drainedWhileClosing: true, senderMayResume: false)
+        }
+        let senderMayResume = session.senderIsWaiting && session.queuedBytes < maxQueuedBytes
+        if senderMayResume { session.senderIsWaiting = false }
+        return .lastFragment(drainedWhileClosing: false, senderMayResume: senderMayResume)
+    }
+
+    mutating func updateDelay(_ key: SessionKey, now: ConduitInstant, ifOpen: Bool = false) {
         let index = outbound.index(forKey: key)!
-        let delay = outbound.values[index].queueingDelay(now: now)
-        if let enabled = outbound.values[index].delayMonitor.update(delay: delay) {
+        let change = { (session: inout OutboundSessionState) -> Bool? in
+            guard !ifOpen || session.isOpen else { return nil }
+            return session.delayMonitor.update(delay: session.queueingDelay(now: now))
+        }(&outbound.values[index])
+        if let enabled = change {
             events.append(.tooLongQueuedData(key, enabled: enabled))
         }
     }
@@ -110,6 +127,6 @@ extension CallMachine {
     public mutating func handleTimeout(now: ConduitInstant) {
         reassembler.expire(now: now)
         statistics.reassembly = reassembler.statistics
-        for key in outboundOrder where outbound[key]!.isOpen { updateDelay(key, now: now) }
+        for key in outboundOrder { updateDelay(key, now: now, ifOpen: true) }
     }
 }
