@@ -8,6 +8,38 @@ enum LinkSentItem: Sendable, Hashable {
     case ping
 }
 
+/// What a packet carried, kept inline for the usual one item (a heap array per packet sent was
+/// an allocation, and reference counting on every copy of the packet's record).
+struct LinkSentItems: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral {
+    private var first: LinkSentItem?
+    private var more: [LinkSentItem] = []
+
+    init() {}
+
+    init(arrayLiteral elements: LinkSentItem...) {
+        for element in elements { append(element) }
+    }
+
+    var isEmpty: Bool { first == nil }
+
+    mutating func append(_ item: LinkSentItem) {
+        if first == nil { first = item } else { more.append(item) }
+    }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate let items: LinkSentItems
+        fileprivate var index = 0
+
+        mutating func next() -> LinkSentItem? {
+            defer { index += 1 }
+            if index == 0 { return items.first }
+            return index - 1 < items.more.count ? items.more[index - 1] : nil
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(items: self) }
+}
+
 /// One ack-eliciting packet sent (RFC 9002 appendix A.1.1, `sent_packets`).
 struct LinkSentPacket: Sendable, Hashable {
     enum State: Sendable, Hashable { case outstanding, acknowledged, lost }
@@ -19,7 +51,7 @@ struct LinkSentPacket: Sendable, Hashable {
     /// Was the sender application- (or flow-control-) limited when it sent this packet? Then its
     /// acknowledgement does not grow the congestion window (RFC 9002 section 7.8).
     let isAppLimited: Bool
-    var items: [LinkSentItem]
+    var items: LinkSentItems
     /// Largest Acknowledged of the ACK frame this packet carried, if any: once the packet is
     /// acknowledged, the peer is known to have seen that ACK.
     var ackLargest: UInt64?
@@ -65,8 +97,15 @@ struct LinkSentPacketLedger: Sendable {
             if packets[index].state == .outstanding {
                 packets[index].state = .acknowledged
                 outstandingCount -= 1
-                body(packets[index])
-                packets[index].items = []
+                // The items move out to `body` (a swap, no reference counting); the tombstone
+                // keeps none.
+                var items = LinkSentItems()
+                swap(&items, &packets[index].items)
+                let packet = packets[index]
+                body(LinkSentPacket(
+                    number: packet.number, timeSent: packet.timeSent, size: packet.size,
+                    isAppLimited: packet.isAppLimited, items: items, ackLargest: packet.ackLargest, state: .acknowledged
+                ))
             }
             index += 1
         }

@@ -37,9 +37,8 @@ extension ReliableLink {
     /// A new frame that flow control and its channel window allow now, if any.
     func hasSendableNewFrame() -> Bool {
         for channel in activeChannels {
-            guard let state = sendChannels[channel], let head = state.queue.first, let frame = frames[head] else { continue }
-            guard state.offset(of: frame.sequence) < configuration.channelWindow else { continue }
-            if outstandingBytes + frame.cost <= peerReceiveWindow { return true }
+            guard let cost = sendableHeadCost(of: channel) else { continue }
+            if outstandingBytes + cost <= peerReceiveWindow { return true }
         }
         return false
     }
@@ -48,12 +47,20 @@ extension ReliableLink {
     var isFlowBlocked: Bool {
         var waiting = false
         for channel in activeChannels {
-            guard let state = sendChannels[channel], let head = state.queue.first, let frame = frames[head] else { continue }
-            guard state.offset(of: frame.sequence) < configuration.channelWindow else { continue }
-            if outstandingBytes + frame.cost <= peerReceiveWindow { return false }
+            guard let cost = sendableHeadCost(of: channel) else { continue }
+            if outstandingBytes + cost <= peerReceiveWindow { return false }
             waiting = true
         }
         return waiting
+    }
+
+    /// The cost of `channel`'s first queued frame if its channel window lets it go; read in place.
+    func sendableHeadCost(of channel: UInt32) -> Int? {
+        guard let (head, resolvedBelow) = sendChannels.read(channel, { state -> (UInt64, UInt32)? in
+            state.queue.first.map { ($0, state.resolvedBelow) }
+        }) ?? nil else { return nil }
+        guard let (sequence, cost) = frames.read(head, { ($0.sequence, $0.cost) }) else { return nil }
+        return Int(sequence &- resolvedBelow) < configuration.channelWindow ? cost : nil
     }
 
     func hasAckElicitingContent() -> Bool {
@@ -109,7 +116,7 @@ extension ReliableLink {
             ackLargest = received.largest
             writeAck(now: now, limit: limit)
         }
-        var items: [LinkSentItem] = []
+        var items = LinkSentItems()
         var retransmitted = false
         if mayElicit { fill(&items, number: number, limit: limit, now: now, retransmitted: &retransmitted) }
         if mayPiggyback, !items.isEmpty, writer.count + LinkPacket.ackFrameFixedSize <= limit {
@@ -180,7 +187,7 @@ extension ReliableLink {
     /// (half the smoothed RTT plus the RTT variation, once there is a sample), so the receiver's
     /// deadline, its arrival time plus the field, falls on the sender's deadline as long as the
     /// path is no more asymmetric than that margin.
-    func lifetimeField(of frame: OutstandingFrame, now: ConduitInstant) -> (expired: Bool, milliseconds: UInt32?) {
+    func lifetimeField(of frame: FrameSummary, now: ConduitInstant) -> (expired: Bool, milliseconds: UInt32?) {
         guard let deadline = frame.deadline else { return (false, nil) }
         let oneWay = rtt.hasSample ? rtt.smoothedNanoseconds / 2 + rtt.variationNanoseconds : 0
         let remaining = LinkTime.elapsed(from: now, to: deadline) - oneWay
@@ -188,12 +195,22 @@ extension ReliableLink {
         return (false, UInt32(clamping: remaining / LinkTime.millisecond))
     }
 
-    func dataFrameSize(_ frame: OutstandingFrame, lifetime: UInt32?) -> Int {
-        LinkPacket.dataFrameHeaderSize + (lifetime != nil ? LinkPacket.lifetimeFieldSize : 0) + frame.payload.count
+    func dataFrameSize(_ frame: FrameSummary, lifetime: UInt32?) -> Int {
+        LinkPacket.dataFrameHeaderSize + (lifetime != nil ? LinkPacket.lifetimeFieldSize : 0) + frame.payloadCount
+    }
+
+    /// Writes `handle`'s DATA frame, its payload read in place from the frame table.
+    mutating func writeData(_ handle: UInt64, _ frame: FrameSummary, lifetime: UInt32?) {
+        var packet = LinkPacketWriter()
+        swap(&packet, &writer)
+        frames.read(handle) { stored in
+            packet.appendData(channel: frame.channel, sequence: frame.sequence, ordered: frame.ordered, lifetimeMilliseconds: lifetime, payload: stored.payload)
+        }
+        swap(&packet, &writer)
     }
 
     /// Fills the packet with ack-eliciting frames, most urgent first.
-    mutating func fill(_ items: inout [LinkSentItem], number: UInt64, limit: Int, now: ConduitInstant, retransmitted: inout Bool) {
+    mutating func fill(_ items: inout LinkSentItems, number: UInt64, limit: Int, now: ConduitInstant, retransmitted: inout Bool) {
         // 1. FORWARD frames, so receivers stop waiting as early as possible.
         while let channel = forwardQueue.first, writer.count + LinkPacket.forwardFrameSize <= limit {
             forwardQueue.removeFirst()
@@ -204,7 +221,7 @@ extension ReliableLink {
         }
         // 2. Frames whose newest copy was lost.
         while let handle = retransmitQueue.first {
-            guard let frame = frames[handle], frame.awaitingRetransmit else {
+            guard let frame = frames.read(handle, { $0.summary }), frame.awaitingRetransmit else {
                 retransmitQueue.removeFirst()
                 continue
             }
@@ -226,8 +243,8 @@ extension ReliableLink {
             turns -= 1
             // No copy of the channel state may live across the mutations below (a copy would make
             // its deque of queued handles copy itself on removeFirst: once per frame sent).
-            guard let handle = sendChannels[channel]?.queue.first, let frame = frames[handle],
-                let windowOffset = sendChannels[channel]?.offset(of: frame.sequence)
+            guard let handle = sendChannels.read(channel, { $0.queue.first }) ?? nil, let frame = frames.read(handle, { $0.summary }),
+                let windowOffset = sendChannels.read(channel, { $0.offset(of: frame.sequence) })
             else {
                 activeChannels.removeFirst()
                 channelsInRing.remove(channel)
@@ -250,7 +267,7 @@ extension ReliableLink {
                 continue
             }
             guard writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { break }
-            writer.appendData(channel: channel, sequence: frame.sequence, ordered: frame.ordered, lifetimeMilliseconds: lifetime.milliseconds, payload: frame.payload)
+            writeData(handle, frame, lifetime: lifetime.milliseconds)
             items.append(.data(handle))
             frames.update(handle) {
                 $0.transmitted = true
@@ -262,7 +279,7 @@ extension ReliableLink {
             sendChannels.update(channel) { _ = $0.queue.removeFirst() }
             popResolvedHeads(of: channel)
             activeChannels.removeFirst()
-            if sendChannels[channel]?.queue.isEmpty == false {
+            if sendChannels.read(channel, { !$0.queue.isEmpty }) == true {
                 activeChannels.append(channel)
             } else {
                 channelsInRing.remove(channel)
@@ -273,7 +290,7 @@ extension ReliableLink {
             for item in oldest.items {
                 switch item {
                 case .data(let handle):
-                    guard let frame = frames[handle], frame.transmitted, frame.mayBeRetransmitted else { continue }
+                    guard let frame = frames.read(handle, { $0.summary }), frame.transmitted, frame.mayBeRetransmitted else { continue }
                     let lifetime = lifetimeField(of: frame, now: now)
                     guard !lifetime.expired, writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { continue }
                     writeCopy(handle, frame, lifetime: lifetime.milliseconds, number: number, into: &items)
@@ -296,7 +313,7 @@ extension ReliableLink {
         pingPending = false
     }
 
-    mutating func writeForward(channel: UInt32, value: UInt32, into items: inout [LinkSentItem]) {
+    mutating func writeForward(channel: UInt32, value: UInt32, into items: inout LinkSentItems) {
         writer.appendForward(channel: channel, cumulativeSequence: value)
         items.append(.forward(channel: channel, cumulativeSequence: value))
         sendChannels.update(channel) {
@@ -307,8 +324,8 @@ extension ReliableLink {
     }
 
     /// Sends a frame again, in this new packet.
-    mutating func writeCopy(_ handle: UInt64, _ frame: OutstandingFrame, lifetime: UInt32?, number: UInt64, into items: inout [LinkSentItem]) {
-        writer.appendData(channel: frame.channel, sequence: frame.sequence, ordered: frame.ordered, lifetimeMilliseconds: lifetime, payload: frame.payload)
+    mutating func writeCopy(_ handle: UInt64, _ frame: FrameSummary, lifetime: UInt32?, number: UInt64, into items: inout LinkSentItems) {
+        writeData(handle, frame, lifetime: lifetime)
         items.append(.data(handle))
         frames.update(handle) {
             $0.retransmissions += 1

@@ -49,6 +49,27 @@ public struct ReliableLink: Sendable {
 
         var cost: Int { payload.count + ReliableLink.frameOverhead }
         var mayBeRetransmitted: Bool { retransmitLimit.map { retransmissions < $0 } ?? true }
+
+        /// Its scalars, read in place: a copy of the frame retains and releases its payload.
+        var summary: FrameSummary {
+            FrameSummary(
+                channel: channel, sequence: sequence, ordered: ordered, payloadCount: payload.count, deadline: deadline,
+                transmitted: transmitted, awaitingRetransmit: awaitingRetransmit, mayBeRetransmitted: mayBeRetransmitted
+            )
+        }
+    }
+
+    struct FrameSummary {
+        let channel: UInt32
+        let sequence: UInt32
+        let ordered: Bool
+        let payloadCount: Int
+        let deadline: ConduitInstant?
+        let transmitted: Bool
+        let awaitingRetransmit: Bool
+        let mayBeRetransmitted: Bool
+
+        var cost: Int { payloadCount + ReliableLink.frameOverhead }
     }
 
     public let configuration: Configuration
@@ -57,9 +78,9 @@ public struct ReliableLink: Sendable {
     // MARK: Sender state
 
     var nextPacketNumber: UInt64 = 0
-    var frames = LinkSlotMap<UInt64, OutstandingFrame>()
+    var frames = LinkSlotMap<UInt64, OutstandingFrame, LinkHandleIndex>()
     var nextFrameHandle: UInt64 = 0
-    var sendChannels = LinkSlotMap<UInt32, LinkSendChannel>()
+    var sendChannels = LinkSlotMap<UInt32, LinkSendChannel, LinkHashedIndex<UInt32>>()
     /// Channels with queued frames, served round-robin one frame at a time.
     var activeChannels = Deque<UInt32>()
     var channelsInRing: Set<UInt32> = []
@@ -105,7 +126,7 @@ public struct ReliableLink: Sendable {
     var ackConfirmed: UInt64?
     var windowUpdatePending = false
     var lastAdvertisedWindow: Int
-    var receiveChannels = LinkSlotMap<UInt32, LinkReceiveChannel>()
+    var receiveChannels = LinkSlotMap<UInt32, LinkReceiveChannel, LinkHashedIndex<UInt32>>()
     var deliveries = Deque<LinkPendingDelivery>()
     /// Cost of frames received and not yet polled (reorder buffers included).
     public internal(set) var receiveBufferedBytes = 0
