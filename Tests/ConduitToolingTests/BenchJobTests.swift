@@ -36,8 +36,8 @@ struct BenchJobTests {
         #expect(options.cells.map(\.size) == [1_024, 16_384, 65_536])
         #expect(options.cells.allSatisfy { $0.transport == "udp://127.0.0.1:0" && $0.type == .reliableMessage })
         #expect(options.runs == 3)
-        #expect(options.count(for: 1_024) == 65_536)
-        #expect(options.count(for: 65_536) == 1_024)
+        #expect(options.count(for: 1_024) == 262_144)
+        #expect(options.count(for: 65_536) == 4_096)
         #expect(options.count(for: 16 * 1_048_576) == 50)
     }
 
