@@ -41,7 +41,7 @@ public actor ReliableTransportLink: TransportLink {
     private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
 
     /// Frames handed to one `read`, at most.
-    static let maxFramesPerRead = 256
+    static let maxFramesPerRead = 1_024
 
     public init(wrapping inner: any TransportLink, configuration: ReliableLink.Configuration) {
         var configuration = configuration
@@ -132,11 +132,7 @@ public actor ReliableTransportLink: TransportLink {
     public func read() async throws(ConduitError) -> DatagramBatch? {
         while true {
             var batch = DatagramBatch()
-            let current = now()
-            while batch.count < Self.maxFramesPerRead, let frame = engine.pollDelivery(now: current) {
-                batch.append(frame.bytes)
-            }
-            if !batch.isEmpty {
+            if engine.pollDeliveries(now: now(), into: &batch, maxFrames: Self.maxFramesPerRead) > 0 {
                 // Reading frees receive window: the peer may need to hear about it.
                 wake()
                 return batch

@@ -136,18 +136,15 @@ extension ReliableLink {
             counters.framesDroppedOverWindow += 1
             return false
         }
-        // The one copy of the payload, made only once the frame is known to be wanted.
-        let pending = LinkPendingDelivery(
-            channel: data.channel,
-            sequence: data.sequence,
-            bytes: Array(UnsafeRawBufferPointer(rebasing: datagram[data.payload])),
-            expiresAt: data.remainingLifetimeMilliseconds.map { LinkTime.add(now, Int64($0) * LinkTime.millisecond) }
-        )
+        // The one copy of the payload, made only once the frame is known to be wanted: into the
+        // delivery queue when it can go now, else into an array while it waits.
+        let payload = UnsafeRawBufferPointer(rebasing: datagram[data.payload])
+        let expiresAt = data.remainingLifetimeMilliseconds.map { LinkTime.add(now, Int64($0) * LinkTime.millisecond) }
         receiveBufferedBytes += cost
         if offset == 0 {
             // In order, the common case: delivered, and the cumulative point moves past it
             // without marking it; frames already received above it follow.
-            deliveries.append(pending)
+            deliveries.append(channel: data.channel, sequence: data.sequence, payload: payload, expiresAt: expiresAt)
             let more = receiveChannels.update(data.channel) { channel -> Bool in
                 channel.cumulative &+= 1
                 return channel.isMarked(channel.cumulative)
@@ -155,8 +152,9 @@ extension ReliableLink {
             if more == true { advance(data.channel, now: now) }
         } else if !data.isOrdered {
             receiveChannels.update(data.channel) { $0.mark(data.sequence) }
-            deliveries.append(pending)
+            deliveries.append(channel: data.channel, sequence: data.sequence, payload: payload, expiresAt: expiresAt)
         } else {
+            let pending = LinkPendingDelivery(channel: data.channel, sequence: data.sequence, bytes: Array(payload), expiresAt: expiresAt)
             receiveChannels.update(data.channel) { channel in
                 channel.mark(data.sequence)
                 channel.buffered[data.sequence] = pending

@@ -127,7 +127,7 @@ public struct ReliableLink: Sendable {
     var windowUpdatePending = false
     var lastAdvertisedWindow: Int
     var receiveChannels = LinkSlotMap<UInt32, LinkReceiveChannel, LinkHashedIndex<UInt32>>()
-    var deliveries = Deque<LinkPendingDelivery>()
+    var deliveries = LinkDeliveryQueue()
     /// Cost of frames received and not yet polled (reorder buffers included).
     public internal(set) var receiveBufferedBytes = 0
     var lastReceived: ConduitInstant
@@ -228,18 +228,37 @@ public struct ReliableLink: Sendable {
     /// The next frame for the upper layer: ordered channels in sequence order, unordered ones as
     /// they arrived, each frame once. A frame whose lifetime is over by `now` is dropped instead.
     public mutating func pollDelivery(now: ConduitInstant) -> ReceivedFrame? {
-        while let next = deliveries.popFirst() {
-            receiveBufferedBytes -= next.bytes.count + Self.frameOverhead
+        while let (next, bytes) = deliveries.popFirst() {
+            receiveBufferedBytes -= bytes.count + Self.frameOverhead
             noteReceiveSpaceFreed()
             if let expiry = next.expiresAt, expiry <= now {
                 counters.framesExpiredAtReceiver += 1
                 continue
             }
             counters.framesDelivered += 1
-            counters.bytesDelivered += next.bytes.count
-            return ReceivedFrame(channel: next.channel, sequence: next.sequence, bytes: next.bytes)
+            counters.bytesDelivered += bytes.count
+            return ReceivedFrame(channel: next.channel, sequence: next.sequence, bytes: bytes)
         }
         return nil
+    }
+
+    /// Appends up to `maxFrames` frames for the upper layer to `batch`, as ``pollDelivery(now:)``
+    /// would hand them out one by one; returns how many. With nothing to drop for its lifetime and
+    /// an empty `batch`, the frames are handed over as one batch, without copying them again.
+    public mutating func pollDeliveries(now: ConduitInstant, into batch: inout DatagramBatch, maxFrames: Int) -> Int {
+        if let moved = deliveries.takeAll(into: &batch, maxFrames: maxFrames) {
+            receiveBufferedBytes -= moved.bytes + moved.frames * Self.frameOverhead
+            counters.framesDelivered += moved.frames
+            counters.bytesDelivered += moved.bytes
+            noteReceiveSpaceFreed()
+            return moved.frames
+        }
+        var taken = 0
+        while taken < maxFrames, let frame = pollDelivery(now: now) {
+            batch.append(frame.bytes)
+            taken += 1
+        }
+        return taken
     }
 
     public var hasPendingDeliveries: Bool { !deliveries.isEmpty }

@@ -1,0 +1,66 @@
+/// Frames ready for the upper layer, in delivery order, their payloads back to back in one
+/// ``DatagramBatch``: an in-order frame is copied once, from the packet into the queue, and the
+/// upper layer usually takes the queue's batch whole (``ReliableLink/pollDeliveries(now:into:maxFrames:)``)
+/// instead of an array per frame.
+struct LinkDeliveryQueue: Sendable {
+    struct Entry: Sendable {
+        let channel: UInt32
+        let sequence: UInt32
+        /// Receiver-clock deadline, for frames that carry a lifetime.
+        let expiresAt: ConduitInstant?
+    }
+
+    private var frames = DatagramBatch()
+    private var entries: [Entry] = []
+    /// Entries before this one were taken.
+    private var head = 0
+    /// Entries queued with a lifetime: while there is none, nothing can expire in the queue.
+    private var withLifetime = 0
+
+    var isEmpty: Bool { head == entries.count }
+    var count: Int { entries.count - head }
+
+    mutating func append(channel: UInt32, sequence: UInt32, payload: UnsafeRawBufferPointer, expiresAt: ConduitInstant?) {
+        frames.append(payload)
+        entries.append(Entry(channel: channel, sequence: sequence, expiresAt: expiresAt))
+        if expiresAt != nil { withLifetime += 1 }
+    }
+
+    mutating func append(_ pending: LinkPendingDelivery) {
+        pending.bytes.withUnsafeBytes {
+            append(channel: pending.channel, sequence: pending.sequence, payload: $0, expiresAt: pending.expiresAt)
+        }
+    }
+
+    /// The first frame, removed, with its payload copied out.
+    mutating func popFirst() -> (entry: Entry, bytes: [UInt8])? {
+        guard !isEmpty else { return nil }
+        let entry = entries[head]
+        let bytes = frames[head]
+        head += 1
+        if entry.expiresAt != nil { withLifetime -= 1 }
+        if isEmpty { reset() }
+        return (entry, bytes)
+    }
+
+    /// Moves every frame into `batch` when it can be done by handing the queue's batch over
+    /// (nothing taken yet, nothing that may expire, `batch` empty, at most `maxFrames`); returns
+    /// how many frames and payload bytes moved, or nil when the caller must pop one by one.
+    mutating func takeAll(into batch: inout DatagramBatch, maxFrames: Int) -> (frames: Int, bytes: Int)? {
+        guard head == 0, withLifetime == 0, batch.isEmpty, !entries.isEmpty, entries.count <= maxFrames else { return nil }
+        let moved = (frames.count, frames.byteCount)
+        // The next batch starts at the size this one reached, so it does not grow step by step.
+        var fresh = DatagramBatch(reservingBytes: frames.byteCount, datagrams: frames.count)
+        swap(&fresh, &frames)
+        batch = fresh
+        entries.removeAll(keepingCapacity: true)
+        return moved
+    }
+
+    private mutating func reset() {
+        frames.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+        head = 0
+        withLifetime = 0
+    }
+}
