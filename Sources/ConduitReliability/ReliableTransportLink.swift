@@ -40,8 +40,9 @@ public actor ReliableTransportLink: TransportLink {
     private var timerGeneration: UInt64 = 0
     private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
 
-    /// Frames handed to one `read`, at most.
-    static let maxFramesPerRead = 1_024
+    /// Frames handed to one `read`, at most: everything ready, which the receive window bounds
+    /// (the ready frames go over as one batch, without a copy, when they all go).
+    static let maxFramesPerRead = Int.max
 
     public init(wrapping inner: any TransportLink, configuration: ReliableLink.Configuration) {
         var configuration = configuration

@@ -49,8 +49,9 @@ struct LinkDeliveryQueue: Sendable {
     mutating func takeAll(into batch: inout DatagramBatch, maxFrames: Int) -> (frames: Int, bytes: Int)? {
         guard head == 0, withLifetime == 0, batch.isEmpty, !entries.isEmpty, entries.count <= maxFrames else { return nil }
         let moved = (frames.count, frames.byteCount)
-        // The next batch starts at the size this one reached, so it does not grow step by step.
-        var fresh = DatagramBatch(reservingBytes: frames.byteCount, datagrams: frames.count)
+        // The next batch starts at the size this one reached (up to 64 KiB), so that it does not
+        // grow step by step, nor reserve a reader's worst backlog every time.
+        var fresh = DatagramBatch(reservingBytes: min(frames.byteCount, 1 << 16), datagrams: min(frames.count, 256))
         swap(&fresh, &frames)
         batch = fresh
         entries.removeAll(keepingCapacity: true)
