@@ -107,18 +107,27 @@ extension CallMachine {
             statistics.droppedOutOfState += 1
             return
         }
-        let subgroup = remoteSubgroups[header.subgroupID]
+        // Per frame: no hashing where a table is empty or the main room (subgroup 0) is meant, and
+        // the session's state read in place (a copy retains its queue of held deliveries).
+        let subgroup = header.subgroupID == 0 ? nil : remoteSubgroups[header.subgroupID]
         guard header.subgroupID == 0 || subgroup != nil else {
             statistics.droppedUnknownSubgroup += 1
             return
         }
         let key = SessionKey(streamID: header.streamID, subgroup: subgroup)
-        if locallyUnsupported.contains(key) {
+        if !locallyUnsupported.isEmpty, locallyUnsupported.contains(key) {
             statistics.droppedUnsupported += 1
             return
         }
-        if inbound[key] == nil { announce(key, type: header.sessionType) }
-        guard let session = inbound[key], session.closeReason == nil, session.type == header.sessionType else {
+        var index = inbound.index(forKey: key)
+        if index == nil {
+            announce(key, type: header.sessionType)
+            index = inbound.index(forKey: key)
+        }
+        let type = header.sessionType
+        guard let index, let isAccepted = { (session: inout InboundSessionState) -> Bool? in
+            session.closeReason == nil && session.type == type ? session.isAccepted : nil
+        }(&inbound.values[index]) else {
             statistics.droppedClosedSession += 1
             return
         }
@@ -138,7 +147,7 @@ extension CallMachine {
                 bytes: Array(payload)
             ))
         }
-        if session.isAccepted {
+        if isAccepted {
             emitDelivery(key, delivery)
         } else {
             hold(key, delivery)

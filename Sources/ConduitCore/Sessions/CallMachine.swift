@@ -90,11 +90,13 @@ public struct CallMachine: Sendable {
     public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {
         // Read scalars only, then mutate the dictionary entry in place: a copied-out session
         // would share its queue's storage, and appending would copy the whole queue on every send.
-        guard let state = outbound[key].map({ (type: $0.type, closeReason: $0.closeReason, isClosing: $0.isClosing,
-                                              queueIsEmpty: $0.queue.isEmpty, queuedBytes: $0.queuedBytes, nextMessageID: $0.nextMessageID) })
-        else {
+        guard let index = outbound.index(forKey: key) else {
             return .failed(ConduitError(.sessionClosed, "no outbound session for \(key)", closeReason: .internal))
         }
+        let state = { (session: inout OutboundSessionState) in
+            (type: session.type, closeReason: session.closeReason, isClosing: session.isClosing,
+             queueIsEmpty: session.queue.isEmpty, queuedBytes: session.queuedBytes, nextMessageID: session.nextMessageID)
+        }(&outbound.values[index])
         if let reason = state.closeReason { return .failed(.closed(reason)) }
         if state.isClosing { return .failed(.closed(.sessionEnd)) }
         guard bytes.count <= state.type.maxSendSize else {
@@ -104,7 +106,7 @@ public struct CallMachine: Sendable {
             ))
         }
         if !state.queueIsEmpty, state.queuedBytes + bytes.count > configuration.maxQueuedBytesPerSession {
-            outbound[key]!.senderIsWaiting = true
+            outbound.values[index].senderIsWaiting = true
             updateDelay(key, now: now)
             return .queueFull
         }
@@ -119,8 +121,7 @@ public struct CallMachine: Sendable {
             fragmentSize: configuration.fragmentSize,
             timestamp: timestamp
         )
-        // One lookup, then the entry is changed in place through its index.
-        let index = outbound.index(forKey: key)!
+        // The entry is changed in place through its index (no key was added or removed since).
         outbound.values[index].nextMessageID &+= 1
         outbound.values[index].queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
         outbound.values[index].queuedBytes += bytes.count
