@@ -14,7 +14,12 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private let origin: ContinuousClock.Instant
 
     private var outboundSessions: [SessionKey: OutboundDataSession] = [:]
-    private var inboundSessions: [SessionKey: InboundDataSession] = [:]
+    private var inboundSessions: [SessionKey: InboundDataSession] = [:] {
+        didSet { lastReceiving = nil }
+    }
+    /// The session the last message went to: consecutive messages mostly go to the same one,
+    /// and looking it up hashed its key once per message. Forgotten whenever the table changes.
+    private var lastReceiving: (key: SessionKey, session: InboundDataSession)?
     /// Deliveries waiting for room in their session (see ``InboundDelivering``).
     var inboundOverflow = InboundOverflow()
     private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
@@ -227,7 +232,14 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
             case .dataSessionIncoming(let key, let type):
                 callEventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type))
             case .received(let key, let delivery):
-                guard let session = inboundSessions[key] else { continue }
+                let session: InboundDataSession
+                if let last = lastReceiving, last.key == key {
+                    session = last.session
+                } else {
+                    guard let found = inboundSessions[key] else { continue }
+                    lastReceiving = (key, found)
+                    session = found
+                }
                 switch delivery {
                 case .message(let bytes, let timestamp): deliver(.message(.init(bytes: bytes, timestamp: timestamp)), to: session)
                 case .fragment(let fragment): deliver(.fragment(fragment), to: session)
