@@ -215,7 +215,9 @@ public final class UDPLink: TransportLink {
     func flushReceived() {
         guard !state.value.received.isEmpty else { return }
         let batch = state.value.received
-        state.value.received = DatagramBatch()
+        // The next burst's batch starts at this one's size (up to 256 KiB) instead of growing
+        // from empty, which copied each burst's bytes again at every doubling.
+        state.value.received = DatagramBatch(reservingBytes: min(batch.byteCount, 1 << 18), datagrams: min(batch.count, 256))
         let accepted = inbox.deliver(batch)
         state.value.statistics.droppedQueueFull += batch.count - accepted
     }
