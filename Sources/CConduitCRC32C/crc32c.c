@@ -30,34 +30,28 @@ static uint32_t crc_update_table(uint32_t crc, const uint8_t *bytes, size_t leng
     return crc;
 }
 
+// The CPU's CRC32C instructions: eight bytes at a time, then one at a time.
 #if defined(__x86_64__)
-// SSE 4.2's CRC32 instruction computes exactly this CRC, eight bytes per instruction.
-__attribute__((target("sse4.2")))
-static uint32_t crc_update_accelerated(uint32_t crc, const uint8_t *bytes, size_t length) {
-    uint64_t wide = crc;
-    while (length >= 8) {
-        uint64_t word;
-        memcpy(&word, bytes, 8);
-        wide = __builtin_ia32_crc32di(wide, word);
-        bytes += 8;
-        length -= 8;
-    }
-    crc = (uint32_t)wide;
-    while (length-- > 0) crc = __builtin_ia32_crc32qi(crc, *bytes++);
-    return crc;
-}
+#define CRC_TARGET __attribute__((target("sse4.2")))
+#define CRC_STEP8(crc, word) ((uint32_t)__builtin_ia32_crc32di((crc), (word)))
+#define CRC_STEP1(crc, byte) __builtin_ia32_crc32qi((crc), (byte))
 #elif defined(__aarch64__) && defined(__linux__) && defined(HWCAP_CRC32)
-// ARMv8's CRC32C instructions, eight bytes per instruction.
-__attribute__((target("crc")))
+#define CRC_TARGET __attribute__((target("crc")))
+#define CRC_STEP8(crc, word) __builtin_arm_crc32cd((crc), (word))
+#define CRC_STEP1(crc, byte) __builtin_arm_crc32cb((crc), (byte))
+#endif
+
+#ifdef CRC_TARGET
+CRC_TARGET
 static uint32_t crc_update_accelerated(uint32_t crc, const uint8_t *bytes, size_t length) {
     while (length >= 8) {
         uint64_t word;
         memcpy(&word, bytes, 8);
-        crc = __builtin_arm_crc32cd(crc, word);
+        crc = CRC_STEP8(crc, word);
         bytes += 8;
         length -= 8;
     }
-    while (length-- > 0) crc = __builtin_arm_crc32cb(crc, *bytes++);
+    while (length-- > 0) crc = CRC_STEP1(crc, *bytes++);
     return crc;
 }
 #else
