@@ -38,6 +38,7 @@ let package = Package(
             name: "ReliabilityBenchmarks",
             dependencies: [
                 .product(name: "ConduitCore", package: "conduit"),
+                .product(name: "ConduitReliability", package: "conduit"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/ReliabilityBenchmarks",
