@@ -4,7 +4,7 @@
 //
 // One measured pass moves `framesPerPass` frames of 1,150 bytes (one frame per packet at the
 // default 1,220-byte datagram size) from A to B:
-//   A.send → A.pollTransmit → B.handle(batch:) → B.pollDelivery → B.pollTransmit (ACKs)
+//   A.send → A.pollTransmit → B.handle(batch:) → B.pollDeliveries → B.pollTransmit (ACKs)
 //   → A.handle(batch:)
 // with virtual time stepped 50 µs per round, so that the pacer and the delayed-ACK timer behave
 // as they do on a fast link. Rows marked `*` are per frame (= per data packet).
@@ -69,10 +69,10 @@ final class EnginePair: @unchecked Sendable {
             aToB.removeAll(keepingCapacity: true)
             _ = a.pollTransmit(now: now, into: &aToB)
             if !aToB.isEmpty { b.handle(batch: aToB, now: now) }
-            while let received = b.pollDelivery(now: now) {
-                delivered += 1
-                blackHole(received.bytes.count)
-            }
+            // As ReliableTransportLink reads: every ready frame, handed over as one batch.
+            var received = DatagramBatch()
+            delivered += b.pollDeliveries(now: now, into: &received, maxFrames: .max)
+            blackHole(received.byteCount)
             bToA.removeAll(keepingCapacity: true)
             _ = b.pollTransmit(now: now, into: &bToA)
             if !bToA.isEmpty { a.handle(batch: bToA, now: now) }
