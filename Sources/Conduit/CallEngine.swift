@@ -127,6 +127,10 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
                 machine.pollTransmit(now: now(), into: &batch, maxBytes: 256 * 1024)
                 dispatchEvents()
                 if batch.isEmpty || linkIsClosed { break }
+                // Before a write that may block: sending may have moved queue heads and switched
+                // delay monitors, and their timers must run while the write waits (that is when
+                // `tooLongQueuedData` matters).
+                scheduleTimers()
                 do { try await link.write(batch) } catch {
                     writeFailed()
                     break
@@ -313,8 +317,8 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
             case .queued:
                 dispatchEvents()
                 wake()
-                // The pump re-arms after each round; a new queue head needs it now, in case the
-                // pump is blocked in a write (that is when `tooLongQueuedData` must still fire).
+                // The pump re-arms before each write; a send into an empty queue makes a new head
+                // that needs it now, in case the pump is blocked in a write.
                 if machine.takeQueueHeadAdded() { scheduleTimers() }
                 return true
             case .failed(let error):

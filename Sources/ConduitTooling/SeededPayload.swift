@@ -147,6 +147,8 @@ public struct PayloadVerifier: Sendable {
     /// Messages a bitmap does not cover (a sender numbering far ahead of what it sent, or past
     /// the first ``maxTrackedSenders``), kept as a set: memory stays proportional to messages.
     private var untracked: Set<UInt64> = []
+    /// The highest sequence number of each sender past the first ``maxTrackedSenders``.
+    private var untrackedHighest: [UInt32: UInt32] = [:]
 
     /// Senders (seeds) tracked with a bitmap each; messages of any further ones go to a set.
     public static let maxTrackedSenders = 64
@@ -205,6 +207,11 @@ public struct PayloadVerifier: Sendable {
             return .duplicate
         }
         guard let sender else {
+            if let top = untrackedHighest[seed], seq < top {
+                counts.outOfOrder += 1
+                return .outOfOrder
+            }
+            untrackedHighest[seed] = seq
             counts.ok += 1
             return .ok
         }

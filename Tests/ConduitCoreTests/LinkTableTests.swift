@@ -62,3 +62,29 @@ struct LinkTableTests {
         #expect(items == [.data(5), .forward(channel: 2, cumulativeSequence: 9), .ping])
     }
 }
+
+@Suite("Reliable link: delivery queue")
+struct LinkDeliveryQueueTests {
+    /// A reader that takes one frame at a time while one more arrives each time: the queue never
+    /// empties, yet what it holds stays bounded and the frames come out in order.
+    @Test func takingOneAtATimeWhileFramesArriveStaysBounded() {
+        var queue = LinkDeliveryQueue()
+        var next: UInt32 = 0
+        var expected: UInt32 = 0
+        func add() {
+            withUnsafeBytes(of: next.bigEndian) { queue.append(channel: 1, sequence: next, payload: $0, expiresAt: nil) }
+            next += 1
+        }
+        for _ in 0..<10 { add() }
+        var largest = 0
+        for _ in 0..<20_000 {
+            add()
+            let (entry, bytes) = queue.popFirst()!
+            #expect(entry.sequence == expected && bytes == withUnsafeBytes(of: expected.bigEndian, Array.init))
+            expected += 1
+            largest = max(largest, queue.storedFrames)
+        }
+        #expect(queue.count == 10)
+        #expect(largest <= 200)
+    }
+}

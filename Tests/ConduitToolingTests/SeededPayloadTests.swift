@@ -85,10 +85,11 @@ struct SeededPayloadTests {
         for seq in UInt32(0)..<70_000 { _ = classify(1, seq) }
         #expect(classify(1, 200_000) == .duplicate)
         #expect(classify(1, 69_999) == .duplicate)
-        // More senders than the verifier tracks by bitmap: duplicates are still caught.
+        // More senders than the verifier tracks by bitmap: duplicates and reordering are still caught.
         for seed in UInt32(100)..<UInt32(100 + PayloadVerifier.maxTrackedSenders + 10) {
-            #expect(classify(seed, 0) == .ok)
-            #expect(classify(seed, 0) == .duplicate)
+            #expect(classify(seed, 1) == .ok)
+            #expect(classify(seed, 1) == .duplicate)
+            #expect(classify(seed, 0) == .outOfOrder)
         }
         #expect(verifier.counts.corrupted == 0)
     }

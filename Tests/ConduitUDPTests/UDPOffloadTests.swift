@@ -62,7 +62,7 @@ extension UDPTransportTests {
             _ = try channel.finish()
         }
 
-        @Test(arguments: ["", "?offload=off"])
+        @Test(arguments: ["", "?offload=on", "?offload=off"])
         func fullSizedDatagramsArriveWholeInOrderWithOrWithoutOffload(query: String) async throws {
             try await UDPTestSupport.withPair(query: query) { _, client, server in
                 let size = client.capabilities.maxDatagramSize
@@ -82,7 +82,8 @@ extension UDPTransportTests {
                 let statistics = await client.statistics()
                 #expect(statistics.datagramsSent == sent.count)
                 #expect(statistics.segmentationOffloadFailures == 0)
-                if query.isEmpty, UDPSocket.kernelSupportsOffload {
+                // `auto` (the default) segments to loopback peers, as this one is.
+                if query != "?offload=off", UDPSocket.kernelSupportsOffload {
                     #expect(statistics.segmentedWrites >= 4)
                 } else {
                     #expect(statistics.segmentedWrites == 0)
@@ -91,10 +92,31 @@ extension UDPTransportTests {
             }
         }
 
-        @Test func offloadIsOnOrOff() async throws {
+        @Test func offloadIsAutoOnOrOff() async throws {
             await #expect(throws: ConduitError.self) {
                 _ = try await UDPTransport().listen(on: UDPTestSupport.url("udp://127.0.0.1:0?offload=maybe"))
             }
+            for mode in ["auto", "on", "off"] {
+                let listener = try await UDPTransport().listen(on: UDPTestSupport.url("udp://127.0.0.1:0?offload=\(mode)"))
+                await listener.close()
+            }
+        }
+
+        /// A segmented write the route or device cannot take fails, and SwiftNIO closes the socket
+        /// on such errors: by default only loopback peers get segmented writes.
+        @Test func autoSegmentsOnlyToLoopbackPeers() throws {
+            let loopback = [try SocketAddress(ipAddress: "127.0.0.1", port: 1), try SocketAddress(ipAddress: "127.9.8.7", port: 1),
+                            try SocketAddress(ipAddress: "::1", port: 1), try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 1)]
+            let elsewhere = [try SocketAddress(ipAddress: "10.0.0.1", port: 1), try SocketAddress(ipAddress: "128.0.0.1", port: 1),
+                             try SocketAddress(ipAddress: "2001:db8::1", port: 1), try SocketAddress(ipAddress: "::ffff:10.0.0.1", port: 1)]
+            let auto = UDPOffloadPolicy(mode: .auto, kernelSupports: true)
+            #expect(loopback.allSatisfy { auto.segments(to: $0) })
+            #expect(!elsewhere.contains { auto.segments(to: $0) })
+            #expect((loopback + elsewhere).allSatisfy { UDPOffloadPolicy(mode: .on, kernelSupports: true).segments(to: $0) })
+            #expect(!(loopback + elsewhere).contains { UDPOffloadPolicy(mode: .off, kernelSupports: true).segments(to: $0) })
+            #expect(!loopback.contains { UDPOffloadPolicy(mode: .on, kernelSupports: false).segments(to: $0) })
+            #expect(auto.receives && !UDPOffloadPolicy(mode: .off, kernelSupports: true).receives)
+            #expect(!UDPOffloadPolicy(mode: .auto, kernelSupports: false).receives)
         }
     }
 }

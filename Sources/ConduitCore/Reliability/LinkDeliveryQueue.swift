@@ -18,6 +18,8 @@ struct LinkDeliveryQueue: Sendable {
     private var withLifetime = 0
 
     var isEmpty: Bool { head == entries.count }
+    /// Frames held, taken ones not yet dropped included (for tests of the compaction).
+    var storedFrames: Int { entries.count }
     var count: Int { entries.count - head }
 
     mutating func append(channel: UInt32, sequence: UInt32, payload: UnsafeRawBufferPointer, expiresAt: ConduitInstant?) {
@@ -39,7 +41,11 @@ struct LinkDeliveryQueue: Sendable {
         let bytes = frames[head]
         head += 1
         if entry.expiresAt != nil { withLifetime -= 1 }
-        if isEmpty { reset() }
+        if isEmpty {
+            reset()
+        } else if head >= 64, head * 2 >= entries.count {
+            compact()
+        }
         return (entry, bytes)
     }
 
@@ -56,6 +62,17 @@ struct LinkDeliveryQueue: Sendable {
         batch = fresh
         entries.removeAll(keepingCapacity: true)
         return moved
+    }
+
+    /// Drops the frames already taken, for a reader that takes one at a time while more keep
+    /// arriving (the queue would otherwise never empty and never shrink). Each frame moves at
+    /// most once per halving, so the cost per frame stays constant.
+    private mutating func compact() {
+        var kept = DatagramBatch(reservingBytes: frames.byteCount - frames.range(of: head - 1).upperBound, datagrams: entries.count - head)
+        for index in head..<entries.count { frames.withDatagram(index) { kept.append($0) } }
+        frames = kept
+        entries.removeFirst(head)
+        head = 0
     }
 
     private mutating func reset() {

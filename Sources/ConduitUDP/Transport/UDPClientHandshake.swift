@@ -37,11 +37,11 @@ final class UDPClientHandshake: Sendable {
     private let ssrc: UInt32
     private let nonce: UInt64
     private let mtu: Int
-    private let offload: Bool
+    private let offload: UDPOffloadPolicy
     /// SRTP for everything this socket sends and receives, when the URL asks for it.
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
-    init(loop: any EventLoop, server: SocketAddress, mtu: Int, offload: Bool = false, srtp: sending UDPSRTPFilter? = nil) {
+    init(loop: any EventLoop, server: SocketAddress, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil) {
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         promise = loop.makePromise()
@@ -150,7 +150,7 @@ final class UDPClientHandshake: Sendable {
             where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
                 state.value.timer?.cancel()
                 state.value.deadline?.cancel()
-                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload, srtp: srtp) {
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp) {
                     channel.close()
                 }
                 state.value.phase = .established(link)

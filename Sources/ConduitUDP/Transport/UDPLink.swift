@@ -2,6 +2,14 @@ public import ConduitCore
 import NIOCore
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One established UDP link: RTP datagrams to and from one peer address and SSRC.
 ///
 /// Its state lives on the event loop of the datagram channel it sends through (its own channel on
@@ -179,9 +187,11 @@ public final class UDPLink: TransportLink {
         state.value.statistics.segmentedWrites += 1
         let metadata = AddressedEnvelope<ByteBuffer>.Metadata(ecnState: .transportNotCapable, packetInfo: nil, segmentSize: segmentSize)
         let written = promise ?? channel.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenFailure { [state, channel] _ in
-            // The device cannot segment (EIO, say): these datagrams are lost, later ones go singly.
-            guard channel.isActive else { return }
+        written.futureResult.whenFailure { [state, channel] error in
+            // A run too large for the path (EMSGSIZE, one of the errors SwiftNIO survives):
+            // these datagrams are lost, later ones go singly. (Errors NIO does not survive close
+            // the socket; that is why `auto` segments only to loopback peers.)
+            guard channel.isActive, (error as? IOError)?.errnoCode == EMSGSIZE else { return }
             state.value.segmentationOffload = false
             state.value.statistics.segmentationOffloadFailures += 1
         }

@@ -17,8 +17,8 @@ final class UDPListenerCore: Sendable {
     let state: NIOLoopBoundBox<State>
     let backlog = AsyncBoundedChannel<UDPLink>(capacity: maxPending)
     let mtu: Int
-    /// Whether links send runs of datagrams as one segmentation-offload write.
-    let offload: Bool
+    /// Which links send runs of datagrams as one segmentation-offload write.
+    let offload: UDPOffloadPolicy
     /// The SSRC the listener's COOKIE messages carry.
     private let ssrc: UInt32
     private let jar = UDPCookieJar()
@@ -26,7 +26,7 @@ final class UDPListenerCore: Sendable {
     /// SSRC, so each link has its own replay window), when the URL asks for it.
     let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
 
-    init(loop: any EventLoop, mtu: Int, offload: Bool = false, srtp: sending UDPSRTPFilter? = nil) {
+    init(loop: any EventLoop, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil) {
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         ssrc = random.next()
@@ -112,7 +112,7 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload, srtp: srtp) { [self] in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp) { [self] in
             if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()

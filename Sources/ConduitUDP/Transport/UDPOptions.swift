@@ -11,7 +11,17 @@ struct UDPOptions: Sendable {
     var mtu: Int
     var connectTimeoutMilliseconds: Int
     /// Segmentation and receive offload (UDP_SEGMENT, UDP_GRO) where the kernel has them.
-    var offload: Bool
+    var offload: Offload
+
+    enum Offload: String, Sendable {
+        /// Receive offload always; segmentation offload to loopback peers only, where the route
+        /// takes any segment size and the device checksums (elsewhere a segmented write the
+        /// route or device cannot take fails, and SwiftNIO closes the socket on that error).
+        case auto
+        /// Both, to any peer: for paths known to take them.
+        case on
+        case off
+    }
     /// SRTP protection, when the URL asks for it.
     var srtp: UDPSRTPConfiguration?
 
@@ -31,11 +41,10 @@ struct UDPOptions: Sendable {
         mtu = try url.intOption("mtu", default: Self.defaultMTU, in: Self.mtuRange)
         connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
         srtp = try UDPSRTPConfiguration(url: url)
-        switch url.query["offload"] ?? "on" {
-        case "on": offload = true
-        case "off": offload = false
-        case let other: throw ConduitError(.invalidConfiguration, "offload is on or off, got '\(other)' in \(url)")
+        guard let offload = Offload(rawValue: url.query["offload"] ?? "auto") else {
+            throw ConduitError(.invalidConfiguration, "offload is auto, on or off, got '\(url.query["offload"] ?? "")' in \(url)")
         }
+        self.offload = offload
     }
 
     var connectTimeoutText: String {
@@ -62,5 +71,19 @@ struct UDPOptions: Sendable {
         } catch {
             throw ConduitError(.invalidAddress, "cannot resolve '\(url.host)' in \(url): \(error)")
         }
+    }
+}
+
+/// Where a transport's sockets use offload (see ``UDPOptions/Offload``).
+struct UDPOffloadPolicy: Sendable {
+    var mode: UDPOptions.Offload
+    var kernelSupports = UDPSocket.kernelSupportsOffload
+
+    /// Receive offload on the socket.
+    var receives: Bool { kernelSupports && mode != .off }
+
+    /// Segmentation offload for a link to `peer`.
+    func segments(to peer: SocketAddress) -> Bool {
+        kernelSupports && (mode == .on || (mode == .auto && UDPSocket.isLoopback(peer)))
     }
 }

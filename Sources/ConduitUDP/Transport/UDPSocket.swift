@@ -29,7 +29,7 @@ enum UDPSocket {
         to address: SocketAddress,
         on loop: any EventLoop,
         mtu: Int,
-        offload: Bool,
+        receiveOffload offload: Bool,
         onDatagram: @escaping @Sendable (AddressedEnvelope<ByteBuffer>, any Channel) -> Void,
         onBurstEnd: @escaping @Sendable () -> Void
     ) async throws(ConduitError) -> any Channel {
@@ -61,6 +61,12 @@ enum UDPSocket {
         } catch {
             throw ConduitError(.connectionFailed, "cannot bind a UDP socket to \(describe(address)): \(error)")
         }
+    }
+
+    /// 127.0.0.0/8, ::1, or an IPv4-mapped 127.x address.
+    static func isLoopback(_ address: SocketAddress) -> Bool {
+        guard let host = address.ipAddress else { return false }
+        return host.hasPrefix("127.") || host == "::1" || host.lowercased().hasPrefix("::ffff:127.")
     }
 
     /// `HOST:PORT` with IPv6 hosts in brackets.

@@ -34,13 +34,13 @@ public struct UDPTransport: Transport {
         let address = try UDPOptions.resolve(url)
         let loop = group.next()
         let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: false)) }
-        let offload = options.offload && UDPSocket.kernelSupportsOffload
+        let offload = UDPOffloadPolicy(mode: options.offload)
         let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter)
         let channel = try await UDPSocket.bind(
             to: address,
             on: loop,
             mtu: options.mtu,
-            offload: offload,
+            receiveOffload: offload.receives,
             onDatagram: { core.receive($0, via: $1) },
             onBurstEnd: { core.flushReceived() }
         )
@@ -59,13 +59,13 @@ public struct UDPTransport: Transport {
         let server = try UDPOptions.resolve(url)
         let loop = group.next()
         let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: true)) }
-        let offload = options.offload && UDPSocket.kernelSupportsOffload
+        let offload = UDPOffloadPolicy(mode: options.offload)
         let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter)
         let channel = try await UDPSocket.bind(
             to: try UDPSocket.ephemeral(for: server),
             on: loop,
             mtu: options.mtu,
-            offload: offload,
+            receiveOffload: offload.receives,
             onDatagram: { handshake.receive($0, via: $1) },
             onBurstEnd: { handshake.flushReceived() }
         )
