@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitReliability
 import DequeModule
 
 /// Drives one ``CallMachine`` over one ``TransportLink``: the I/O half of a call.
@@ -10,8 +11,8 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private var machine: CallMachine
     private let link: any TransportLink
     private let configuration: ConduitConfiguration
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    /// ``MonotonicClock`` nanoseconds at creation: the machine's time zero.
+    private let origin = MonotonicClock.nanoseconds()
 
     private var outboundSessions: [SessionKey: OutboundDataSession] = [:]
     private var inboundSessions: [SessionKey: InboundDataSession] = [:] {
@@ -46,15 +47,13 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     init(localPeer: PeerID, link: any TransportLink, configuration: ConduitConfiguration) {
         self.link = link
         self.configuration = configuration
-        self.origin = clock.now
         self.machine = CallMachine(localPeer: localPeer, configuration: configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize))
         (callEvents, callEventSink) = AsyncStream.makeStream(of: Call.Event.self, bufferingPolicy: .bufferingNewest(1024))
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     private func now() -> ConduitInstant {
-        let elapsed = origin.duration(to: clock.now)
-        return ConduitInstant(nanoseconds: UInt64(max(0, elapsed.nanosecondsClamped)))
+        ConduitInstant(nanoseconds: MonotonicClock.nanoseconds() &- origin)
     }
 
     // MARK: Start-up
@@ -167,11 +166,12 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private func scheduleTimers() {
         guard !linkIsClosed else { return }
         let current = now()
-        if let due = machine.nextTransmit(now: current) {
+        let (transmit, timeout) = machine.deadlines(now: current)
+        if let due = transmit {
             // Already due (time passed since the last poll): go round again rather than sleep.
             if due > current { arm(.transmit, at: due) } else { wake() }
         }
-        if let due = machine.nextTimeout() { arm(.timeout, at: due) }
+        if let due = timeout { arm(.timeout, at: due) }
     }
 
     /// Arms a timer for `deadline` unless it is already armed for that time or earlier.

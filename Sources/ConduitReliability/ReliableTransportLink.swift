@@ -22,8 +22,8 @@ public actor ReliableTransportLink: TransportLink {
     /// Lends its default executor when the inner link has none.
     private nonisolated let executorDonor = ExecutorDonor()
     private var engine: ReliableLink
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    /// ``MonotonicClock`` nanoseconds at creation: the engine's time zero.
+    private let origin = MonotonicClock.nanoseconds()
 
     private var reader: CheckedContinuation<Void, Never>?
     private var writers: [CheckedContinuation<Void, Never>] = []
@@ -55,8 +55,6 @@ public actor ReliableTransportLink: TransportLink {
         self.capabilities = TransportCapabilities(
             isReliable: true, isOrdered: true, supportsPartialReliability: true, maxDatagramSize: frame, mtu: frame
         )
-        let origin = ContinuousClock().now
-        self.origin = origin
         self.engine = ReliableLink(configuration: configuration, now: .zero, crc32c: .hardware)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -82,7 +80,7 @@ public actor ReliableTransportLink: TransportLink {
     }
 
     private func now() -> ConduitInstant {
-        ConduitInstant(nanoseconds: UInt64(max(0, origin.duration(to: clock.now).nanosecondsClamped)))
+        ConduitInstant(nanoseconds: MonotonicClock.nanoseconds() &- origin)
     }
 
     /// The engine's counters and congestion state.
@@ -91,18 +89,22 @@ public actor ReliableTransportLink: TransportLink {
     // MARK: TransportLink
 
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+        // One clock reading per batch (until the write has to wait): frames handed over together
+        // are queued at the same instant.
+        var current = now()
         for index in 0..<batch.count {
             if batch.withDatagram(index, LinkChannelMap.isGoodbye) {
                 // Channels are independent, so a goodbye could overtake the data written before
                 // it and end the peer's call early. It waits until everything before it was
                 // acknowledged (or the link ended): what the call sent before hanging up arrives.
                 await waitUntilQuiescent(limit: Self.goodbyeDrainLimit)
+                current = now()
             }
             while true {
                 if let failure = writeFailure { throw failure }
                 let result = batch.withDatagram(index) { frame -> ReliableLink.SendResult in
                     let (channel, delivery) = LinkChannelMap.classify(frame)
-                    return engine.send(Array(frame), channel: channel, delivery: delivery, now: now())
+                    return engine.send(Array(frame), channel: channel, delivery: delivery, now: current)
                 }
                 switch result {
                 case .queued:
@@ -112,6 +114,7 @@ public actor ReliableTransportLink: TransportLink {
                     // pump round that sent nothing, which would spin while the peer is blocked).
                     wake()
                     await withCheckedContinuation { writers.append($0) }
+                    current = now()
                     continue
                 case .frameTooLarge(let limit):
                     throw ConduitError(.protocolViolation, "a \(batch.range(of: index).count)-byte frame exceeds the reliable link's \(limit)-byte limit")

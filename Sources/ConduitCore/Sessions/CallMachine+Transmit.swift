@@ -86,6 +86,28 @@ extension CallMachine {
         }
     }
 
+    /// ``nextTransmit(now:)`` and ``nextTimeout()`` in one walk, each session read in place.
+    /// `mutating` only so that a driver holding the machine in an actor or class property reaches
+    /// it in place (a non-mutating call copies the whole machine first, which the pump did before
+    /// every write); it changes nothing.
+    public mutating func deadlines(now: ConduitInstant) -> (transmit: ConduitInstant?, timeout: ConduitInstant?) {
+        var transmit: ConduitInstant?
+        var timeout = reassembler.nextExpiry
+        // By index, not `for (key, session) in outbound` (a copy of each session) nor over
+        // `outbound.indices` (a second reference to the storage would make the access copy it).
+        var index = outbound.startIndex
+        while index != outbound.endIndex {
+            let (release, due) = { (session: inout OutboundSessionState) -> (ConduitInstant?, ConduitInstant?) in
+                guard session.isOpen, let head = session.queue.first else { return (nil, nil) }
+                return (session.pacer.nextRelease(now: now), session.delayMonitor.isTooLong ? nil : head.enqueuedAt + session.delayMonitor.onThreshold)
+            }(&outbound.values[index])
+            if let release { transmit = transmit.map { min($0, release) } ?? release }
+            if let due { timeout = timeout.map { min($0, due) } ?? due }
+            outbound.formIndex(after: &index)
+        }
+        return (transmit, timeout)
+    }
+
     /// True if there is anything to transmit right now.
     public func hasPendingControl() -> Bool { !controlOut.isEmpty }
 
