@@ -119,19 +119,27 @@ public struct Reassembler: Sendable {
         if let hot, hot.key == key {
             return add(header, payload: payload, at: hot.slot, key: key)
         }
-        if let slot = slotOf[key] {
+        // No hashing for the table of messages in progress while it is empty (the usual case
+        // when every message fits one frame).
+        if !slotOf.isEmpty, let slot = slotOf[key] {
             hot = (key, slot)
             return add(header, payload: payload, at: slot, key: key)
         }
         let stream = StreamKey(streamID: key.streamID, subgroupID: key.subgroupID)
-        if delivered[stream]?.contains(key.messageID) == true {
+        // The stream's window of delivered messages: looked up once, checked and marked in place.
+        let window = delivered.index(forKey: stream)
+        if let window, { (seen: inout CompletedMessageWindow) in seen.contains(key.messageID) }(&delivered.values[window]) {
             statistics.duplicateFragments += 1
             return .dropped
         }
         // Fast path: the whole message is in this frame.
         if header.fragmentCount == 1 {
             statistics.completedMessages += 1
-            markDelivered(stream, key.messageID)
+            if let window {
+                { (seen: inout CompletedMessageWindow) in seen.insert(key.messageID) }(&delivered.values[window])
+            } else {
+                markDelivered(stream, key.messageID)
+            }
             return .complete(Message(key: key, sessionType: header.sessionType, timestamp: header.timestamp, bytes: Array(payload)))
         }
         guard makeRoom(for: total, sessionType: header.sessionType) else {
