@@ -62,9 +62,14 @@ extension UDPTransportTests {
             _ = try channel.finish()
         }
 
-        @Test(arguments: ["", "?offload=on", "?offload=off"])
-        func fullSizedDatagramsArriveWholeInOrderWithOrWithoutOffload(query: String) async throws {
-            try await UDPTestSupport.withPair(query: query) { _, client, server in
+        @Test(arguments: ["127.0.0.1", "::1"], ["", "?offload=on", "?offload=off"])
+        func fullSizedDatagramsArriveWholeInOrderWithOrWithoutOffload(host: String, query: String) async throws {
+            if host == "::1" {
+                // Skip (pass) only where this machine cannot bind ::1 at all.
+                guard let probe = try? await UDPTransport().listen(on: UDPTestSupport.url("udp://[::1]:0")) else { return }
+                await probe.close()
+            }
+            try await UDPTestSupport.withPair(host: host, query: query) { _, client, server in
                 let size = client.capabilities.maxDatagramSize
                 var random = SeededRandom(seed: 0x0FF1_0AD)
                 var sent: [[UInt8]] = []
