@@ -69,8 +69,3 @@ uint32_t conduit_crc32c_update(uint32_t crc, const void *data, size_t length) {
 uint32_t conduit_crc32c_continuing(const void *data, size_t length, uint32_t previous) {
     return ~conduit_crc32c_update(~previous, data, length);
 }
-
-int conduit_crc32c_is_accelerated(void) {
-    pthread_once(&crc_once, crc_setup);
-    return crc_accelerated;
-}

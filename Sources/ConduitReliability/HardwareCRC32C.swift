@@ -7,7 +7,4 @@ extension CRC32CFunction {
     public static let hardware = CRC32CFunction { bytes, previous in
         conduit_crc32c_continuing(bytes.baseAddress, bytes.count, previous)
     }
-
-    /// Whether ``hardware`` runs on the CPU's instruction on this machine.
-    public static var hardwareIsAccelerated: Bool { conduit_crc32c_is_accelerated() != 0 }
 }

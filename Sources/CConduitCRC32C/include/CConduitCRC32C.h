@@ -16,7 +16,4 @@ uint32_t conduit_crc32c_update(uint32_t crc, const void *data, size_t length);
 /// start): conduit_crc32c_continuing("123456789", 9, 0) == 0xE3069283.
 uint32_t conduit_crc32c_continuing(const void *data, size_t length, uint32_t previous);
 
-/// 1 when the CPU instruction is in use, 0 when the table is (for reports and tests).
-int conduit_crc32c_is_accelerated(void);
-
 #endif

@@ -69,20 +69,12 @@ extension ConferenceMachine {
         for reassembler in reassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
         for reassembler in trackReassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
         for reassembler in channelReassemblers.values { if let due = reassembler.nextExpiry { consider(due) } }
-        for session in outbound.values where session.state.isOpen && !session.state.delayMonitor.isTooLong {
-            guard let head = session.state.queue.first else { continue }
-            consider(head.enqueuedAt + session.state.delayMonitor.onThreshold)
-        }
+        for session in outbound.values { if let due = session.state.delayCheckDeadline { consider(due) } }
         return deadline
     }
 
     public func nextTransmit(now: ConduitInstant) -> ConduitInstant? {
-        var deadline: ConduitInstant?
-        for session in outbound.values where session.state.isOpen && !session.state.queue.isEmpty {
-            let due = session.state.pacer.nextRelease(now: now)
-            deadline = deadline.map { min($0, due) } ?? due
-        }
-        return deadline
+        outbound.values.reduce(nil) { LinkTime.earliest($0, $1.state.releaseDeadline(now: now)) }
     }
 
     public mutating func handleTimeout(now: ConduitInstant) {

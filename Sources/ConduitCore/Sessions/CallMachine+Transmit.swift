@@ -97,12 +97,11 @@ extension CallMachine {
         // `outbound.indices` (a second reference to the storage would make the access copy it).
         var index = outbound.startIndex
         while index != outbound.endIndex {
-            let (release, due) = { (session: inout OutboundSessionState) -> (ConduitInstant?, ConduitInstant?) in
-                guard session.isOpen, let head = session.queue.first else { return (nil, nil) }
-                return (session.pacer.nextRelease(now: now), session.delayMonitor.isTooLong ? nil : head.enqueuedAt + session.delayMonitor.onThreshold)
+            let (release, due) = { (session: inout OutboundSessionState) in
+                (session.releaseDeadline(now: now), session.delayCheckDeadline)
             }(&outbound.values[index])
-            if let release { transmit = transmit.map { min($0, release) } ?? release }
-            if let due { timeout = timeout.map { min($0, due) } ?? due }
+            transmit = LinkTime.earliest(transmit, release)
+            timeout = LinkTime.earliest(timeout, due)
             outbound.formIndex(after: &index)
         }
         return (transmit, timeout)
@@ -116,33 +115,18 @@ extension CallMachine {
     /// deadline holds even while the link refuses writes, which is exactly when the app must hear
     /// that its data is queueing.
     public func nextTimeout() -> ConduitInstant? {
-        var deadline = reassembler.nextExpiry
-        for (_, session) in outbound where session.isOpen && !session.delayMonitor.isTooLong {
-            guard let head = session.queue.first else { continue }
-            let due = head.enqueuedAt + session.delayMonitor.onThreshold
-            deadline = deadline.map { min($0, due) } ?? due
-        }
-        return deadline
+        outbound.values.reduce(reassembler.nextExpiry) { LinkTime.earliest($0, $1.delayCheckDeadline) }
     }
 
     /// When a paced session may next release a frame (now, if one may already), or nil when
     /// nothing is queued.
     public func nextTransmit(now: ConduitInstant) -> ConduitInstant? {
-        var deadline: ConduitInstant?
-        for (_, session) in outbound where session.isOpen && !session.queue.isEmpty {
-            let due = session.pacer.nextRelease(now: now)
-            deadline = deadline.map { min($0, due) } ?? due
-        }
-        return deadline
+        outbound.values.reduce(nil) { LinkTime.earliest($0, $1.releaseDeadline(now: now)) }
     }
 
     /// The earlier of ``nextTimeout()`` and ``nextTransmit(now:)``.
     public func nextDeadline(now: ConduitInstant) -> ConduitInstant? {
-        switch (nextTimeout(), nextTransmit(now: now)) {
-        case (let a?, let b?): min(a, b)
-        case (let a?, nil): a
-        case (nil, let b): b
-        }
+        LinkTime.earliest(nextTimeout(), nextTransmit(now: now))
     }
 
     /// Lets time pass: expires incomplete unreliable messages and re-evaluates queue delays.
@@ -150,5 +134,20 @@ extension CallMachine {
         reassembler.expire(now: now)
         statistics.reassembly = reassembler.statistics
         for key in outboundOrder { updateDelay(key, now: now, ifOpen: true) }
+    }
+}
+
+extension OutboundSessionState {
+    /// When this session's oldest waiting message reaches the `tooLongQueuedData` threshold (nil
+    /// while the event is on, or nothing waits in an open session).
+    var delayCheckDeadline: ConduitInstant? {
+        guard isOpen, !delayMonitor.isTooLong, let head = queue.first else { return nil }
+        return head.enqueuedAt + delayMonitor.onThreshold
+    }
+
+    /// When its pacer releases its next frame (nil unless it is open with something queued).
+    func releaseDeadline(now: ConduitInstant) -> ConduitInstant? {
+        guard isOpen, !queue.isEmpty else { return nil }
+        return pacer.nextRelease(now: now)
     }
 }
