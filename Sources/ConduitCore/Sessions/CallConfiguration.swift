@@ -56,7 +56,11 @@ public struct CallStatistics: Sendable, Hashable {
     public var droppedClosedSession = 0
     public var messagesDelivered = 0
     public var fragmentsDelivered = 0
+    /// Payload bytes of the messages and fragments handed to the app (``InboundDelivery`` bytes).
+    public var bytesDelivered = 0
     public var messagesSent = 0
+    /// Payload bytes that left in data frames (every fragment's payload, frame headers excluded).
+    public var bytesSent = 0
     public var framesSent = 0
     public var reassembly = Reassembler.Statistics()
     public init() {}

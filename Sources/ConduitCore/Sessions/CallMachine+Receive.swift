@@ -166,8 +166,12 @@ extension CallMachine {
 
     mutating func emitDelivery(_ key: SessionKey, _ delivery: InboundDelivery) {
         switch delivery {
-        case .message: statistics.messagesDelivered += 1
-        case .fragment: statistics.fragmentsDelivered += 1
+        case .message(let bytes, _):
+            statistics.messagesDelivered += 1
+            statistics.bytesDelivered += bytes.count
+        case .fragment(let fragment):
+            statistics.fragmentsDelivered += 1
+            statistics.bytesDelivered += fragment.bytes.count
         }
         events.append(.received(key, delivery))
     }

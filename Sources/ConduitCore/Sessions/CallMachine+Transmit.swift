@@ -33,7 +33,9 @@ extension CallMachine {
         // read through the index would copy the whole session, and a copy alive while its queue
         // changes would make the queue copy itself.
         let index = outbound.index(forKey: key)!
-        let outcome = Self.emitFragment(of: &outbound.values[index], now: now, into: &batch, maxQueuedBytes: configuration.maxQueuedBytesPerSession)
+        let outcome = Self.emitFragment(
+            of: &outbound.values[index], now: now, into: &batch, maxQueuedBytes: configuration.maxQueuedBytesPerSession, sentBytes: &statistics.bytesSent
+        )
         switch outcome {
         case .notReady:
             return false
@@ -56,7 +58,10 @@ extension CallMachine {
         case lastFragment(drainedWhileClosing: Bool, senderMayResume: Bool)
     }
 
-    static func emitFragment(of session: inout OutboundSessionState, now: ConduitInstant, into batch: inout DatagramBatch, maxQueuedBytes: Int) -> EmitOutcome {
+    /// Adds the fragment's payload size to `sentBytes`.
+    static func emitFragment(
+        of session: inout OutboundSessionState, now: ConduitInstant, into batch: inout DatagramBatch, maxQueuedBytes: Int, sentBytes: inout Int
+    ) -> EmitOutcome {
         guard session.isOpen, !session.queue.isEmpty, session.pacer.mayRelease(now: now) else { return .notReady }
         let before = session.queue[0].fragmenter.remainingBytes
         let size = session.queue[0].fragmenter.nextFrameSize
@@ -64,7 +69,9 @@ extension CallMachine {
             _ = session.queue[0].fragmenter.emitNext(of: message, into: &batch)
         }
         session.pacer.consume(size, now: now)
-        session.queuedBytes -= before - session.queue[0].fragmenter.remainingBytes
+        let emitted = before - session.queue[0].fragmenter.remainingBytes
+        session.queuedBytes -= emitted
+        sentBytes += emitted
         guard session.queue[0].fragmenter.isFinished else { return .fragment }
         session.queue.removeFirst()
         if session.isClosing, session.queue.isEmpty {
