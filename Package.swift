@@ -59,7 +59,11 @@ let package = Package(
         // The core's reliability engine driven over any unreliable TransportLink (clock and tasks).
         .target(
             name: "ConduitReliability",
-            dependencies: ["ConduitCore", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: [
+                "ConduitCore", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         // UDP networking on SwiftNIO: the UDP transport (RTP framing, cookie handshake) and the
@@ -71,6 +75,8 @@ let package = Package(
                 "ConduitSRTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),
@@ -123,7 +129,11 @@ let package = Package(
         ),
         .target(
             name: "Conduit",
-            dependencies: ["ConduitCore", "ConduitLoopback", "ConduitReliability", "CZlib"],
+            dependencies: [
+                "ConduitCore", "ConduitLoopback", "ConduitReliability", "CZlib",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         // The relay for group rooms: tokens (HMAC-SHA256), the server that hosts the core's
@@ -287,7 +297,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitTests",
-            dependencies: ["Conduit", "ConduitCore"],
+            dependencies: [
+                "Conduit", "ConduitCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,6 +1,7 @@
 import ConduitCore
 import ConduitReliability
 import DequeModule
+import Logging
 
 /// Drives one ``CallMachine`` over one ``TransportLink``: the I/O half of a call.
 ///
@@ -36,6 +37,13 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private var timers: [TimerKind: (task: Task<Void, Never>, deadline: ConduitInstant)] = [:]
     private var tasks: [Task<Void, Never>] = []
 
+    /// Lifecycle logs and metrics (see ``ConduitObservability``).
+    private var observer: SessionLayerObserver
+    /// Datagram bytes through the link, counted once per batch (for metrics).
+    private var linkBytesSent = 0
+    private var linkBytesReceived = 0
+    private var queueDelayAlerts = 0
+
     private enum TimerKind {
         /// Wakes the pump when a paced session may release its next frame.
         case transmit
@@ -44,9 +52,12 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         case timeout
     }
 
-    init(localPeer: PeerID, link: any TransportLink, configuration: ConduitConfiguration) {
+    init(localPeer: PeerID, link: any TransportLink, configuration: ConduitConfiguration, observability: ConduitObservability = .disabled, transport: String) {
         self.link = link
         self.configuration = configuration
+        var observer = SessionLayerObserver(observability, kind: .call, transport: transport, link: link)
+        observer.logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(localPeer)"
+        self.observer = observer
         self.machine = CallMachine(localPeer: localPeer, configuration: configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize))
         (callEvents, callEventSink) = AsyncStream.makeStream(of: Call.Event.self, bufferingPolicy: .bufferingNewest(1024))
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -60,6 +71,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
 
     /// Starts the reader and pump, and returns the call once both sides said hello.
     func establish(timeout: Duration) async throws(ConduitError) -> Call {
+        observer.logger.debug("call handshake started")
         tasks.append(Task { await self.readLoop() })
         tasks.append(Task { await self.pumpLoop() })
         wake()
@@ -79,8 +91,10 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
                 }
             }
         } catch {
+            let failure = (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+            observer.logger.info("call handshake failed", metadata: [ConduitObservability.MetadataKey.reason: "\(failure)"])
             await shutdown()
-            throw (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+            throw failure
         }
         guard case .connected(let peer, let supported) = machine.phase else {
             throw ConduitError(.connectionFailed, "the call ended during the handshake")
@@ -106,6 +120,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
             let batch: DatagramBatch?
             do { batch = try await link.read() } catch { batch = nil }
             guard let batch else { break }
+            linkBytesReceived &+= batch.byteCount
             machine.handle(batch: batch, now: now())
             dispatchEvents()
             wake()
@@ -134,7 +149,9 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
                     writeFailed()
                     break
                 }
+                linkBytesSent &+= batch.byteCount
             }
+            exportMetrics()
             if machine.isEnded {
                 await closeLink()
                 break
@@ -144,6 +161,13 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     }
 
     private func wake() { wakeSink.yield() }
+
+    /// Hands the statistics gathered since the last export to the metrics (a batch per pump
+    /// round, never per message; nothing at all with the no-op factory).
+    private func exportMetrics() {
+        guard observer.isCounting else { return }
+        observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts))
+    }
 
     /// Writing failed: the peer closed its end. Its goodbye may still be waiting in our inbox,
     /// so the reader gets to drain it first (the call then ends as the peer's hang-up, not as a
@@ -207,6 +231,9 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         linkIsClosed = true
         for timer in timers.values { timer.task.cancel() }
         timers.removeAll()
+        // Exported before the close's suspension: whoever sees the call ended sees its metrics.
+        exportMetrics()
+        observer.ended()
         await link.close()
         wakeSink.finish()
         // Sessions hold the engine; forgetting them here breaks the cycle so an ended call is freed.
@@ -223,10 +250,14 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         while let event = machine.pollEvent() {
             switch event {
             case .connected(let peer, let supported):
+                observer.logger[metadataKey: ConduitObservability.MetadataKey.peer] = "\(peer)"
+                observer.logger.info("call connected", metadata: ["conduit.peerSupportsDataSessions": "\(supported)"])
+                observer.connected()
                 callEventSink.yield(.connected(peer: peer, isDataSessionSupported: supported))
                 connectWaiter?.resume()
                 connectWaiter = nil
             case .disconnected(let reason):
+                logEnd(reason)
                 failConnect(ConduitError(.connectionFailed, "the call ended during the handshake (\(reason))"))
                 callEventSink.yield(.disconnected(reason))
                 callEventSink.finish()
@@ -234,6 +265,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
                 sendWaiters.removeAll()
                 wake()
             case .dataSessionIncoming(let key, let type):
+                observer.logger.debug("data session incoming", metadata: SessionLayerObserver.metadata(key, type: type))
                 callEventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type))
             case .received(let key, let delivery):
                 let session: InboundDataSession
@@ -250,14 +282,18 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
                 }
             case .inboundClosed(let key, let reason):
                 guard let session = inboundSessions[key] else { continue }
+                observer.logger.debug("inbound data session closed", metadata: SessionLayerObserver.metadata(key).merging([ConduitObservability.MetadataKey.reason: "\(reason)"]) { $1 })
                 deliver(.closed(reason), to: session)
             case .outboundClosed(let key, let reason):
+                observer.logger.debug("outbound data session closed", metadata: SessionLayerObserver.metadata(key).merging([ConduitObservability.MetadataKey.reason: "\(reason)"]) { $1 })
                 if let session = outboundSessions[key] {
                     session.eventSink.yield(.closed(reason))
                     session.eventSink.finish()
                 }
                 resumeSenders(key)
             case .tooLongQueuedData(let key, let enabled):
+                if enabled { queueDelayAlerts += 1 }
+                observer.logger.debug("queueing delay \(enabled ? "too long" : "back to normal")", metadata: SessionLayerObserver.metadata(key))
                 outboundSessions[key]?.eventSink.yield(.tooLongQueuedData(enabled: enabled))
             case .sendQueueHasRoom(let key):
                 resumeSenders(key)
@@ -279,6 +315,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         }
         let session = OutboundDataSession(key: key, type: type, engine: self)
         outboundSessions[key] = session
+        observer.logger.debug("outbound data session opened", metadata: SessionLayerObserver.metadata(key, type: type))
         wake()
         return session
     }
@@ -298,6 +335,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
             inboundSessions[key] = previous
             throw .creationFailed(reason, Self.explain(reason, key: key, peerSupports: machine.phase))
         }
+        observer.logger.debug("inbound data session opened", metadata: SessionLayerObserver.metadata(key, type: session.type))
         dispatchEvents()
         return session
     }
@@ -305,6 +343,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     func inboundSession(_ key: SessionKey) -> InboundDataSession? { inboundSessions[key] }
 
     func unsupportInbound(_ key: SessionKey) {
+        observer.logger.debug("inbound data session unsupported", metadata: SessionLayerObserver.metadata(key))
         machine.unsupportInbound(key)
         dispatchEvents()
         inboundSessions[key] = nil
@@ -351,6 +390,26 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
 
     var isEnded: Bool { machine.isEnded }
     var statistics: CallStatistics { machine.statistics }
+
+    /// The end of the call, at `info`, with what it carried and dropped.
+    private func logEnd(_ reason: DisconnectReason) {
+        let statistics = machine.statistics
+        let reassembly = statistics.reassembly
+        let dropped = statistics.malformedDatagrams + statistics.droppedUnsupported + statistics.droppedPendingOverflow
+            + statistics.droppedOutOfState + statistics.droppedUnknownSubgroup + statistics.droppedClosedSession
+            + reassembly.messagesDroppedOverCapacity + reassembly.messagesDroppedTimedOut + reassembly.messagesEvicted
+        observer.logger.info(
+            "call ended",
+            metadata: [
+                ConduitObservability.MetadataKey.reason: "\(reason)",
+                "conduit.messagesSent": "\(statistics.messagesSent)",
+                "conduit.bytesSent": "\(statistics.bytesSent)",
+                "conduit.messagesReceived": "\(statistics.messagesDelivered)",
+                "conduit.bytesReceived": "\(statistics.bytesDelivered)",
+                "conduit.dropped": "\(dropped)",
+            ]
+        )
+    }
 
     static func explain(_ reason: DataSessionFailReason, key: SessionKey, peerSupports phase: CallMachine.Phase) -> String {
         switch reason {

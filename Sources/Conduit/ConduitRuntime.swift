@@ -1,5 +1,7 @@
 public import ConduitCore
 import ConduitReliability
+public import CoreMetrics
+public import Logging
 
 /// The entry point a host app embeds: a configuration and the transports it may use.
 ///
@@ -11,13 +13,36 @@ import ConduitReliability
 ///
 /// A value: copy it, change its configuration, register more transports. Listeners and the calls
 /// that connect to them must use one registry (on loopback, its hub is where names are bound).
+///
+/// Silent by default: give it a `Logger` and a `MetricsFactory` (``observability``) to see call,
+/// session and link lifecycle logs and the counters listed in ``ConduitObservability``.
 public struct ConduitRuntime: Sendable {
+    /// Session sizes, rates, queue limits and the default transport.
     public var configuration: ConduitConfiguration
+    /// The transports the runtime may resolve URLs to.
     public var registry: TransportRegistry
+    /// Where calls and conferences started from this runtime log and count
+    /// (default: ``ConduitObservability/disabled``, nothing at all).
+    public var observability: ConduitObservability
 
+    /// A runtime with `configuration` and `registry`, silent (no logs, no metrics).
     public init(configuration: ConduitConfiguration = .init(), registry: TransportRegistry = .defaults) {
         self.configuration = configuration
         self.registry = registry
+        self.observability = .disabled
+    }
+
+    /// A runtime that logs through `logger` and counts through `metricsFactory` (by default the
+    /// no-op factory). The library never bootstraps `LoggingSystem` or `MetricsSystem`.
+    public init(
+        configuration: ConduitConfiguration = .init(),
+        registry: TransportRegistry = .defaults,
+        logger: Logger,
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
+        self.configuration = configuration
+        self.registry = registry
+        self.observability = ConduitObservability(logger: logger, metricsFactory: metricsFactory)
     }
 
     /// Connects to the peer listening at `url` (default: `configuration.transport`) and returns the
@@ -30,8 +55,10 @@ public struct ConduitRuntime: Sendable {
             try await transport.connect(to: resolved.withoutReliableLinkOptions)
         }
         // A link that loses or reorders datagrams gets the core's reliability engine under the call.
-        let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
-        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration)
+        let link = await ReliableTransportLink.wrapIfNeeded(
+            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
+        )
+        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme)
         return try await engine.establish(timeout: configuration.connectTimeout)
     }
 
@@ -41,7 +68,11 @@ public struct ConduitRuntime: Sendable {
         let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
         let reliability = try ReliableLink.Configuration(url: resolved)
         let listener = try await transport.listen(on: resolved.withoutReliableLinkOptions)
-        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability)
+        var logger = observability.logger
+        logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(peer)"
+        logger[metadataKey: ConduitObservability.MetadataKey.transport] = "\(resolved.scheme)"
+        logger.info("listening", metadata: ["conduit.url": "\(listener.localURL)"])
+        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability, observability: observability)
     }
 }
 
@@ -51,12 +82,14 @@ public final class CallListener: Sendable {
     private let peer: PeerID
     private let configuration: ConduitConfiguration
     private let reliability: ReliableLink.Configuration
+    private let observability: ConduitObservability
 
-    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration) {
+    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration, observability: ConduitObservability) {
         self.listener = listener
         self.peer = peer
         self.configuration = configuration
         self.reliability = reliability
+        self.observability = observability
     }
 
     /// The address callers reach this listener at.
@@ -66,13 +99,16 @@ public final class CallListener: Sendable {
     /// handshake fails or times out is dropped and the next one is awaited.
     public func accept() async throws(ConduitError) -> Call? {
         while let raw = try await listener.accept() {
-            let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
-            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration)
+            let link = await ReliableTransportLink.wrapIfNeeded(
+                raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme
+            )
+            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme)
             if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
         }
         return nil
     }
 
+    /// Stops accepting: ``accept()`` returns nil from then on.
     public func close() async { await listener.close() }
 }
 

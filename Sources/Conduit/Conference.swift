@@ -163,8 +163,12 @@ extension ConduitRuntime {
         let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
             try await transport.connect(to: resolved.withoutReliableLinkOptions)
         }
-        let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
-        let engine = ConferenceEngine(room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels)
+        let link = await ReliableTransportLink.wrapIfNeeded(
+            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
+        )
+        let engine = ConferenceEngine(
+            room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme
+        )
         _ = try await engine.establish(timeout: configuration.connectTimeout)
         return Conference(engine: engine, room: room, localPeer: peer)
     }

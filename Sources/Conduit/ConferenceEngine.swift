@@ -1,5 +1,6 @@
 import ConduitCore
 import DequeModule
+import Logging
 
 /// Drives one ``ConferenceMachine`` over one link to a relay: the I/O half of a conference, in
 /// the shape of ``CallEngine`` (a reader task, a pump task, timers; app calls hop in once per
@@ -42,14 +43,28 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
     private var timer: (task: Task<Void, Never>, deadline: ConduitInstant)?
     private var tasks: [Task<Void, Never>] = []
 
+    /// Lifecycle logs and metrics (see ``ConduitObservability``).
+    private var observer: SessionLayerObserver
+    /// Datagram bytes through the link, counted once per batch (for metrics).
+    private var linkBytesSent = 0
+    private var linkBytesReceived = 0
+    private var queueDelayAlerts = 0
+
     let channelMessages: AsyncStream<Conference.ChannelMessage>
     private let channelSink: AsyncStream<Conference.ChannelMessage>.Continuation
     /// Compressed channel messages that did not inflate (corrupt, or larger than the limit).
     private(set) var channelMessagesRefused = 0
 
-    init(room: RoomID, peer: PeerID, token: String, link: any TransportLink, configuration: ConduitConfiguration, channels: [ChannelDeclaration] = []) {
+    init(
+        room: RoomID, peer: PeerID, token: String, link: any TransportLink, configuration: ConduitConfiguration, channels: [ChannelDeclaration] = [],
+        observability: ConduitObservability, transport: String
+    ) {
         self.link = link
         self.configuration = configuration
+        var observer = SessionLayerObserver(observability, kind: .conference, transport: transport, link: link)
+        observer.logger[metadataKey: ConduitObservability.MetadataKey.peer] = "\(peer)"
+        observer.logger[metadataKey: ConduitObservability.MetadataKey.room] = "\(room)"
+        self.observer = observer
         self.origin = clock.now
         // Every frame to the relay carries a 4-byte envelope: fragments leave room for it.
         let session = configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize - RelayEnvelope.size)
@@ -67,6 +82,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
 
     /// Starts the loops and returns once the relay accepted the join (or throws why not).
     func establish(timeout: Duration) async throws(ConduitError) -> [PeerID] {
+        observer.logger.debug("joining room")
         tasks.append(Task { await self.readLoop() })
         tasks.append(Task { await self.pumpLoop() })
         wake()
@@ -86,10 +102,12 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
                 }
             }
         } catch {
+            let failure = (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+            observer.logger.info("join failed", metadata: [ConduitObservability.MetadataKey.reason: "\(failure)"])
             machine.linkClosed()
             dispatchEvents()
             await closeLink()
-            throw (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+            throw failure
         }
         return machine.members.values.sorted { $0.member < $1.member }.map(\.peer)
     }
@@ -106,6 +124,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
             let batch: DatagramBatch?
             do { batch = try await link.read() } catch { batch = nil }
             guard let batch else { break }
+            linkBytesReceived &+= batch.byteCount
             machine.handle(batch: batch, now: now())
             dispatchEvents()
             wake()
@@ -129,7 +148,9 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
                     dispatchEvents()
                     break
                 }
+                linkBytesSent &+= batch.byteCount
             }
+            exportMetrics()
             if machine.isEnded {
                 await closeLink()
                 break
@@ -139,6 +160,13 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
     }
 
     private func wake() { wakeSink.yield() }
+
+    /// Hands the statistics gathered since the last export to the metrics (a batch per pump
+    /// round, never per message; nothing at all with the no-op factory).
+    private func exportMetrics() {
+        guard observer.isCounting else { return }
+        observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts))
+    }
 
     private func scheduleTimer() {
         guard !linkIsClosed else { return }
@@ -174,6 +202,9 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
         linkIsClosed = true
         timer?.task.cancel()
         timer = nil
+        // Exported before the close's suspension: whoever sees the call ended sees its metrics.
+        exportMetrics()
+        observer.ended()
         await link.close()
         wakeSink.finish()
         outboundSessions.removeAll()
@@ -188,12 +219,25 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
         while let event = machine.pollEvent() {
             switch event {
             case .connected(_, let peers):
+                observer.logger.info("joined room", metadata: ["conduit.peers": "\(peers.map(\.peer))"])
+                observer.connected()
                 eventSink.yield(.connected(peers: peers.map(\.peer)))
                 connectWaiter?.resume()
                 connectWaiter = nil
             case .peersChanged(let joined, let left, let version):
+                observer.logger.debug(
+                    "room peers changed", metadata: ["conduit.joined": "\(joined.map(\.peer))", "conduit.left": "\(left.map(\.peer))", "conduit.version": "\(version)"]
+                )
                 eventSink.yield(.peersChanged(joined: joined.map(\.peer), left: left.map(\.peer), version: version))
             case .disconnected(let reason, let text):
+                let statistics = machine.statistics
+                observer.logger.info(
+                    "left room",
+                    metadata: [
+                        ConduitObservability.MetadataKey.reason: "\(reason)", "conduit.detail": "\(text)",
+                        "conduit.messagesSent": "\(statistics.messagesSent)", "conduit.messagesReceived": "\(statistics.messagesDelivered)",
+                    ]
+                )
                 endReason = (reason, text)
                 failConnect(ConduitError(.connectionFailed, "join failed: \(text)"))
                 eventSink.yield(.disconnected(reason, text))
@@ -212,6 +256,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
                 endInvitations()
                 wake()
             case .dataSessionIncoming(let key, let type, let from):
+                observer.logger.debug("data session incoming", metadata: SessionLayerObserver.metadata(key, type: type).merging(["conduit.from": "\(from)"]) { $1 })
                 eventSink.yield(.dataSessionIncoming(streamID: key.streamID, subgroup: key.subgroup, type: type, from: from))
             case .senderSessionEnded(let key, let from, let reason):
                 eventSink.yield(.dataSessionEnded(streamID: key.streamID, subgroup: key.subgroup, from: from, reason: reason))
@@ -225,12 +270,15 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
                 guard let session = inboundSessions[key] else { continue }
                 deliver(.closed(reason), to: session)
             case .outboundClosed(let key, let reason):
+                observer.logger.debug("outbound data session closed", metadata: SessionLayerObserver.metadata(key).merging([ConduitObservability.MetadataKey.reason: "\(reason)"]) { $1 })
                 if let session = outboundSessions[key] {
                     session.eventSink.yield(.closed(reason))
                     session.eventSink.finish()
                 }
                 resumeSenders(key)
             case .tooLongQueuedData(let key, let enabled):
+                if enabled { queueDelayAlerts += 1 }
+                observer.logger.debug("queueing delay \(enabled ? "too long" : "back to normal")", metadata: SessionLayerObserver.metadata(key))
                 outboundSessions[key]?.eventSink.yield(.tooLongQueuedData(enabled: enabled))
             case .sendQueueHasRoom(let key):
                 resumeSenders(key)
@@ -285,6 +333,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
         guard reason == .none else { throw .creationFailed(reason, explain(reason, key: key)) }
         let session = OutboundDataSession(key: key, type: type, engine: self)
         outboundSessions[key] = session
+        observer.logger.debug("outbound data session opened", metadata: SessionLayerObserver.metadata(key, type: type))
         wake()
         return session
     }
@@ -306,6 +355,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
             inboundSessions[key] = previous
             throw .creationFailed(reason, explain(reason, key: key))
         }
+        observer.logger.debug("inbound data session opened", metadata: SessionLayerObserver.metadata(key, type: session.type))
         dispatchEvents()
         return session
     }

@@ -1,4 +1,6 @@
 public import ConduitCore
+public import CoreMetrics
+public import Logging
 
 /// The core's reliability engine (``ReliableLink``) driven over a link that loses, duplicates and
 /// reorders datagrams (raw UDP, impaired loopback), presenting a reliable, ordered
@@ -39,12 +41,23 @@ public actor ReliableTransportLink: TransportLink {
     private var dueInARow = 0
     private var timerGeneration: UInt64 = 0
     private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
+    /// Lifecycle logs and the engine's counters as metrics.
+    private var observer: ReliableLinkObserver
 
     /// Frames handed to one `read`, at most: everything ready, which the receive window bounds
     /// (the ready frames go over as one batch, without a copy, when they all go).
     static let maxFramesPerRead = Int.max
 
-    public init(wrapping inner: any TransportLink, configuration: ReliableLink.Configuration) {
+    /// Wraps `inner`. Logs its end through `logger` and counts retransmissions, losses and drops
+    /// through `metricsFactory` with the dimension `transport` (both silent by default).
+    public init(
+        wrapping inner: any TransportLink,
+        configuration: ReliableLink.Configuration,
+        logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        transport: String = "unknown"
+    ) {
+        self.observer = ReliableLinkObserver(logger: logger, metricsFactory: metricsFactory, transport: transport, remote: inner.remoteDescription)
         var configuration = configuration
         configuration.maxDatagramSize = min(inner.capabilities.mtu, 65_535)
         self.inner = inner
@@ -63,10 +76,17 @@ public actor ReliableTransportLink: TransportLink {
         preferredExecutor?.asUnownedSerialExecutor() ?? executorDonor.unownedExecutor
     }
 
-    /// Wraps `link` unless it is already reliable and ordered.
-    public static func wrapIfNeeded(_ link: any TransportLink, configuration: ReliableLink.Configuration) async -> any TransportLink {
+    /// Wraps `link` unless it is already reliable and ordered; `logger`, `metricsFactory` and
+    /// `transport` as in ``init(wrapping:configuration:logger:metricsFactory:transport:)``.
+    public static func wrapIfNeeded(
+        _ link: any TransportLink,
+        configuration: ReliableLink.Configuration,
+        logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        transport: String = "unknown"
+    ) async -> any TransportLink {
         guard !link.capabilities.isReliable || !link.capabilities.isOrdered else { return link }
-        let wrapped = ReliableTransportLink(wrapping: link, configuration: configuration)
+        let wrapped = ReliableTransportLink(wrapping: link, configuration: configuration, logger: logger, metricsFactory: metricsFactory, transport: transport)
         await wrapped.start()
         return wrapped
     }
@@ -177,6 +197,8 @@ public actor ReliableTransportLink: TransportLink {
         timer = nil
         wakeSink.finish()
         await inner.close()
+        observer.export(engine.statistics)
+        if !innerEnded { observer.logEnd(engine.statistics, reason: nil) }
         resumeAll()
     }
 
@@ -207,6 +229,7 @@ public actor ReliableTransportLink: TransportLink {
                 }
             }
             if engine.isQuiescent { releaseDrainWaiters() }
+            if observer.isCounting { observer.export(engine.statistics) }
             scheduleTimer()
         }
     }
@@ -267,6 +290,8 @@ public actor ReliableTransportLink: TransportLink {
         guard !innerEnded else { return }
         innerEnded = true
         if !isClosed { closeReason = reason }
+        observer.export(engine.statistics)
+        if !isClosed { observer.logEnd(engine.statistics, reason: reason) }
         timer?.task.cancel()
         timer = nil
         wakeSink.finish()

@@ -1,0 +1,90 @@
+import ConduitCore
+import CoreMetrics
+import Logging
+
+/// What a ``ReliableTransportLink`` reports: its end at `debug` (at `info` when it ended under
+/// the call: the peer vanished, writing failed, it idled out), and its engine's counters as
+/// metrics, exported as deltas in batches (each pump round and at the end), never per packet.
+///
+/// Metric labels, each with the dimension `transport` (the URL scheme):
+/// - `conduit_retransmissions_total`: frames sent again.
+/// - `conduit_packets_lost_total`: packets declared lost.
+/// - `conduit_frames_abandoned_total`: frames given up on (`maxRetransmits`, lifetime).
+/// - `conduit_drops_total` with `kind` `link` and `reason` `duplicate`, `malformed` or
+///   `over_window`: packets and frames the engine refused on receipt.
+/// - `conduit_link_rtt_seconds` (gauge): the smoothed round-trip time.
+/// - `conduit_link_bytes_in_flight` (gauge): bytes sent and not yet acknowledged.
+struct ReliableLinkObserver {
+    var logger: Logger
+    private let counters: [Counter]
+    private let rtt: Gauge?
+    private let inFlight: Gauge?
+    private var exported: [Int]
+
+    init(logger: Logger, metricsFactory: any MetricsFactory, transport: String, remote: String) {
+        var logger = logger
+        logger[metadataKey: "conduit.transport"] = "\(transport)"
+        logger[metadataKey: "conduit.remote"] = "\(remote)"
+        self.logger = logger
+        guard !(metricsFactory is NOOPMetricsHandler) else {
+            counters = []
+            rtt = nil
+            inFlight = nil
+            exported = []
+            return
+        }
+        let dimensions = [("transport", transport)]
+        let drops = dimensions + [("kind", "link")]
+        counters = [
+            Counter(label: "conduit_retransmissions_total", dimensions: dimensions, factory: metricsFactory),
+            Counter(label: "conduit_packets_lost_total", dimensions: dimensions, factory: metricsFactory),
+            Counter(label: "conduit_frames_abandoned_total", dimensions: dimensions, factory: metricsFactory),
+            Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "duplicate")], factory: metricsFactory),
+            Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "malformed")], factory: metricsFactory),
+            Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "over_window")], factory: metricsFactory),
+        ]
+        rtt = Gauge(label: "conduit_link_rtt_seconds", dimensions: dimensions, factory: metricsFactory)
+        inFlight = Gauge(label: "conduit_link_bytes_in_flight", dimensions: dimensions, factory: metricsFactory)
+        exported = Array(repeating: 0, count: counters.count)
+    }
+
+    /// False with the no-op factory: nothing to export.
+    var isCounting: Bool { !counters.isEmpty }
+
+    /// Adds what changed since the last export to the counters and sets the gauges.
+    mutating func export(_ statistics: ReliableLink.Statistics) {
+        guard isCounting else { return }
+        let now = [
+            statistics.framesRetransmitted,
+            statistics.packetsLost,
+            statistics.framesAbandoned,
+            statistics.duplicatePacketsSuppressed + statistics.duplicateFramesSuppressed,
+            statistics.malformedPacketsDropped,
+            statistics.framesDroppedOverWindow + statistics.framesDroppedOutsideChannelWindow + statistics.framesDroppedTooManyChannels,
+        ]
+        for index in counters.indices where now[index] > exported[index] {
+            counters[index].increment(by: Int64(now[index] - exported[index]))
+        }
+        exported = now
+        let (seconds, attoseconds) = statistics.smoothedRtt.components
+        rtt?.record(Double(seconds) + Double(attoseconds) / 1e18)
+        inFlight?.record(statistics.bytesInFlight)
+    }
+
+    /// The link's end, with what the engine had to repair.
+    func logEnd(_ statistics: ReliableLink.Statistics, reason: String?) {
+        let metadata: Logger.Metadata = [
+            "conduit.reason": "\(reason ?? "closed")",
+            "conduit.packetsSent": "\(statistics.packetsSent)",
+            "conduit.packetsReceived": "\(statistics.packetsReceived)",
+            "conduit.framesRetransmitted": "\(statistics.framesRetransmitted)",
+            "conduit.packetsLost": "\(statistics.packetsLost)",
+            "conduit.framesAbandoned": "\(statistics.framesAbandoned)",
+        ]
+        if reason == nil {
+            logger.debug("reliable link closed", metadata: metadata)
+        } else {
+            logger.info("reliable link ended", metadata: metadata)
+        }
+    }
+}
