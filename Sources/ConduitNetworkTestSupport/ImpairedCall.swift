@@ -27,16 +27,19 @@ public struct ImpairedCall: Sendable {
     }
 
     /// Listens on `SCHEME://127.0.0.1:0` followed by `listenQuery`, starts the proxy in front of
-    /// it and calls `SCHEME://127.0.0.1:PROXY` followed by `connectQuery`.
+    /// it and calls `SCHEME://127.0.0.1:PROXY` followed by `connectQuery`; both calls log and
+    /// count through `observability`.
     public static func connect(
         scheme: String,
         transport: any Transport,
         configuration: ConduitConfiguration,
         impairment: ImpairmentConfiguration,
         listenQuery: String = "",
-        connectQuery: String = ""
+        connectQuery: String = "",
+        observability: ConduitObservability = .disabled
     ) async throws -> ImpairedCall {
-        let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(transport))
+        var runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(transport))
+        runtime.observability = observability
         let listener = try await runtime.listen(on: "\(scheme)://127.0.0.1:0\(listenQuery)", as: "bob")
         let proxy = try await ImpairmentProxy.start(.init(
             listen: UDPEndpoint(host: "127.0.0.1", port: 0),

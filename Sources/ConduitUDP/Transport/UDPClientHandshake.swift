@@ -40,8 +40,14 @@ final class UDPClientHandshake: Sendable {
     private let offload: UDPOffloadPolicy
     /// SRTP for everything this socket sends and receives, when the URL asks for it.
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
+    /// The transport's logger and counters, handed to the link.
+    private let observer: UDPObserver?
 
-    init(loop: any EventLoop, server: SocketAddress, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil) {
+    init(
+        loop: any EventLoop, server: SocketAddress, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
+        observer: UDPObserver? = nil
+    ) {
+        self.observer = observer
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         promise = loop.makePromise()
@@ -150,9 +156,10 @@ final class UDPClientHandshake: Sendable {
             where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
                 state.value.timer?.cancel()
                 state.value.deadline?.cancel()
-                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp) {
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp, observer: observer) {
                     channel.close()
                 }
+                observer?.linkEstablished(remote: link.remoteDescription, isClient: true)
                 state.value.phase = .established(link)
                 promise.succeed(link)
             default:

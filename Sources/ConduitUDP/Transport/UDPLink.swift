@@ -32,6 +32,8 @@ public final class UDPLink: TransportLink {
     private let detach: @Sendable () -> EventLoopFuture<Void>
     /// SRTP for what this link sends (the socket's filter, shared with its listener or handshake).
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
+    /// The transport's logger and counters, told when the link ends.
+    private let observer: UDPObserver?
 
     private struct State {
         var sequence: UInt16
@@ -52,6 +54,7 @@ public final class UDPLink: TransportLink {
         mtu: Int,
         offload: Bool = false,
         srtp: NIOLoopBoundBox<UDPSRTPFilter>? = nil,
+        observer: UDPObserver? = nil,
         detach: @escaping @Sendable () -> EventLoopFuture<Void>
     ) {
         var random = SystemRandomNumberGenerator()
@@ -66,6 +69,12 @@ public final class UDPLink: TransportLink {
         self.origin = .now()
         self.detach = detach
         self.srtp = srtp
+        self.observer = observer
+    }
+
+    /// On the event loop, once, when the link stops being open: the totals to the observer.
+    private func reportEnd(_ reason: String) {
+        observer?.linkEnded(remote: remoteDescription, statistics: state.value.statistics, reason: reason)
     }
 
     /// `buffer` as it goes on the wire: SRTP-protected when SRTP is on (nil: refused, not sent).
@@ -243,6 +252,7 @@ public final class UDPLink: TransportLink {
         state.value.isOpen = false
         closed.store(true, ordering: .relaxed)
         inbox.finish(discarding: false)
+        reportEnd("the peer said bye")
         _ = detach()
     }
 
@@ -258,6 +268,7 @@ public final class UDPLink: TransportLink {
         let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
             guard self.state.value.isOpen else { return self.channel.eventLoop.makeSucceededVoidFuture() }
             self.state.value.isOpen = false
+            self.reportEnd("closed")
             var buffer = self.channel.allocator.buffer(capacity: 8)
             UDPControlMessage.bye(ssrc: self.localSSRC).write(into: &buffer)
             guard let sealed = self.sealed(buffer) else { return self.detach() }

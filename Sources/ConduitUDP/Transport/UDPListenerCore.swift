@@ -25,8 +25,14 @@ final class UDPListenerCore: Sendable {
     /// SRTP for everything on this socket, every link's traffic included (one libsrtp stream per
     /// SSRC, so each link has its own replay window), when the URL asks for it.
     let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
+    /// The transport's logger and counters, handed to every link.
+    let observer: UDPObserver?
 
-    init(loop: any EventLoop, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil) {
+    init(
+        loop: any EventLoop, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
+        observer: UDPObserver? = nil
+    ) {
+        self.observer = observer
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         ssrc = random.next()
@@ -112,7 +118,7 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp) { [self] in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer) { [self] in
             if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()
@@ -123,6 +129,7 @@ final class UDPListenerCore: Sendable {
         }
         state.value.links[peer] = link
         state.value.statistics.linksEstablished += 1
+        observer?.linkEstablished(remote: link.remoteDescription, isClient: false)
         send(.accept(ssrc: local, clientSSRC: client, nonce: nonce, mtu: UInt16(mtu)), to: peer, via: channel)
     }
 

@@ -1,4 +1,6 @@
 public import ConduitCore
+public import CoreMetrics
+public import Logging
 public import NIOCore
 import NIOPosix
 
@@ -12,16 +14,37 @@ import NIOPosix
 /// - `connect-timeout-ms`: how long `connect` retries the handshake (default 5000).
 ///
 /// Listening on port 0 binds an ephemeral port; the listener's `localURL` has the real one.
+///
+/// Silent by default; given a `Logger` and a `MetricsFactory` it logs listeners and links
+/// (`debug`, metadata `conduit.transport` = `udp`, `conduit.remote`) and counts each link's
+/// datagrams, bytes and drops when the link ends (`conduit_transport_*`, `conduit_drops_total`
+/// with `kind` = `transport`; see the README's "Logging and metrics").
 public struct UDPTransport: Transport {
+    /// `udp`.
     public var schemes: [String] { ["udp"] }
     private let group: any EventLoopGroup
+    private let observer: UDPObserver
 
+    /// A transport on SwiftNIO's shared event loops.
     public init() {
-        self.group = MultiThreadedEventLoopGroup.singleton
+        self.init(group: MultiThreadedEventLoopGroup.singleton)
     }
 
-    public init(group: any EventLoopGroup) {
+    /// A transport on SwiftNIO's shared event loops, logging through `logger` and counting through
+    /// `metricsFactory` (silent by default).
+    public init(logger: Logger, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance) {
+        self.init(group: MultiThreadedEventLoopGroup.singleton, logger: logger, metricsFactory: metricsFactory)
+    }
+
+    /// A transport on `group`'s event loops, logging through `logger` and counting through
+    /// `metricsFactory` (both silent by default).
+    public init(
+        group: any EventLoopGroup,
+        logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
         self.group = group
+        self.observer = UDPObserver(logger: logger, metricsFactory: metricsFactory)
     }
 
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
@@ -35,7 +58,7 @@ public struct UDPTransport: Transport {
         let loop = group.next()
         let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: false)) }
         let offload = UDPOffloadPolicy(mode: options.offload)
-        let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter)
+        let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(
             to: address,
             on: loop,
@@ -46,6 +69,7 @@ public struct UDPTransport: Transport {
         )
         let bound = channel.localAddress ?? address
         let localURL = TransportURL(scheme: "udp", host: bound.ipAddress ?? url.host, port: bound.port ?? url.port, query: url.query)
+        observer.logger.debug("udp listening", metadata: ["conduit.url": "\(localURL)"])
         return UDPListener(localURL: localURL, channel: channel, core: core)
     }
 
@@ -60,7 +84,7 @@ public struct UDPTransport: Transport {
         let loop = group.next()
         let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: true)) }
         let offload = UDPOffloadPolicy(mode: options.offload)
-        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter)
+        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(
             to: try UDPSocket.ephemeral(for: server),
             on: loop,
