@@ -2,8 +2,9 @@ import ConduitCore
 import CoreMetrics
 import Logging
 
-/// What a ``ReliableTransportLink`` reports: its end at `debug` (at `info` when it ended under
-/// the call: the peer vanished, writing failed, it idled out), and its engine's counters as
+/// What a ``ReliableTransportLink`` reports: its end at `debug` ("closed" when closed from
+/// above, "ended" with the reason when the peer closed it, writing failed or it idled out), and
+/// its engine's counters as
 /// metrics, exported as deltas in batches (each pump round and at the end), never per packet.
 ///
 /// Metric labels, each with the dimension `transport` (the URL scheme):
@@ -81,10 +82,7 @@ struct ReliableLinkObserver {
             "conduit.packetsLost": "\(statistics.packetsLost)",
             "conduit.framesAbandoned": "\(statistics.framesAbandoned)",
         ]
-        if reason == nil {
-            logger.debug("reliable link closed", metadata: metadata)
-        } else {
-            logger.info("reliable link ended", metadata: metadata)
-        }
+        // At debug either way: the call above logs its own end, with its reason, at info.
+        logger.debug(reason == nil ? "reliable link closed" : "reliable link ended", metadata: metadata)
     }
 }

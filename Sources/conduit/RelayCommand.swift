@@ -30,17 +30,24 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-members"), help: "Members per room.")
     var maxMembers: Int = 256
 
+    @Option(
+        name: .customLong("log-level"),
+        help: "Log level on standard error (trace, debug, info, notice, warning, error, critical); at debug the transports' link lifecycle too."
+    )
+    var logLevel: String = "info"
+
     func run() async throws {
         guard !urls.isEmpty else { throw ValidationError("give at least one URL to listen on") }
         guard statsInterval > 0, statsInterval <= 86_400 else { throw ValidationError("--stats-interval must be in (0, 86400]") }
         guard maxMembers > 0, maxMembers < 65_000 else { throw ValidationError("--max-members must be 1...64999") }
         let secret = try RelaySecretFile.load(secretFile)
+        let transports = try CommandLogging.logger(level: logLevel)
         var logger = Logger(label: "conduit.relay")
-        logger.logLevel = .info
+        logger.logLevel = transports?.logLevel ?? .info
         let server = RelayServer(
             authority: RelayTokenAuthority(secret: secret),
             configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
-            registry: CommandRegistry.make()
+            registry: CommandRegistry.make(logger: transports)
         )
         for url in urls {
             let bound = try await server.listen(on: url)

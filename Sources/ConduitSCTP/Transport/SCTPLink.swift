@@ -1,5 +1,6 @@
 public import ConduitCore
 import NIOCore
+import Synchronization
 
 /// A Conduit call's link over one SCTP association: each frame written is one SCTP message on
 /// the data channel of its Conduit channel (see ``SCTPConduitMapping``); every message received,
@@ -8,13 +9,17 @@ public final class SCTPLink: TransportLink {
     public let capabilities = SCTPConduitMapping.capabilities
     public let remoteDescription: String
     let connection: SCTPConnection
+    /// The transport's logger and counters, told once when the link closes.
+    private let observer: SCTPObserver?
+    private let reported = Atomic<Bool>(false)
 
     /// How long a goodbye waits for the frames written before it.
     static let goodbyeDrainLimit = TimeAmount.seconds(10)
 
-    init(connection: SCTPConnection) {
+    init(connection: SCTPConnection, observer: SCTPObserver? = nil) {
         self.connection = connection
         self.remoteDescription = connection.remoteDescription
+        self.observer = observer
     }
 
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
@@ -82,7 +87,14 @@ public final class SCTPLink: TransportLink {
     public func close() async {
         let connection = self.connection
         connection.linkInbox.finish(discarding: true)
-        try? await connection.stack.loop.submit { connection.close() }.get()
+        let statistics = try? await connection.stack.loop.submit { () -> SCTPAssociationStatistics in
+            let statistics = connection.currentStatistics
+            connection.close()
+            return statistics
+        }.get()
+        if let observer, let statistics, !reported.exchange(true, ordering: .relaxed) {
+            observer.linkClosed(remote: remoteDescription, statistics: statistics)
+        }
     }
 
     /// Counts for this link's association.

@@ -1,4 +1,6 @@
 public import ConduitCore
+public import CoreMetrics
+public import Logging
 
 /// SCTP over UDP (usrsctp, RFC 6951 framing without DTLS) as a Conduit transport, and a home for
 /// standard data-channel peers.
@@ -9,12 +11,25 @@ public import ConduitCore
 ///
 /// A Conduit call maps onto data channels as ``SCTPConduitMapping`` describes. A peer whose first
 /// channel is not Conduit's goes to `standardPeers` (for example an echo service), or is closed.
+///
+/// Silent by default; given a `Logger` and a `MetricsFactory` it logs links (`debug`, metadata
+/// `conduit.transport` = `sctp+udp`, `conduit.remote`) and adds each association's packets,
+/// messages and drops to counters when its link closes (see the README's "Logging and metrics").
 public struct SCTPTransport: Transport {
+    /// `sctp+udp`.
     public var schemes: [String] { [SCTPOptions.scheme] }
     private let standardPeers: (@Sendable (SCTPAssociation) async -> Void)?
+    private let observer: SCTPObserver
 
-    public init(standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil) {
+    /// A transport whose listeners hand peers that are not Conduit to `standardPeers` (nil:
+    /// closed); logging through `logger` and counting through `metricsFactory` (silent by default).
+    public init(
+        standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil,
+        logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
         self.standardPeers = standardPeers
+        self.observer = SCTPObserver(logger: logger, metricsFactory: metricsFactory)
     }
 
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
@@ -34,7 +49,9 @@ public struct SCTPTransport: Transport {
             try? await connection.stack.loop.submit { connection.close() }.get()
             throw error
         }
-        return SCTPLink(connection: connection)
+        let link = SCTPLink(connection: connection, observer: observer)
+        observer.linkEstablished(remote: link.remoteDescription, isClient: true)
+        return link
     }
 
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
@@ -42,7 +59,9 @@ public struct SCTPTransport: Transport {
     }
 
     public func listenSCTP(on url: TransportURL) async throws(ConduitError) -> SCTPListener {
-        SCTPListener(associations: try await SCTPAssociationListener.bind(url, conduitAware: true), standardPeers: standardPeers)
+        let listener = SCTPListener(associations: try await SCTPAssociationListener.bind(url, conduitAware: true), standardPeers: standardPeers, observer: observer)
+        observer.logger.debug("sctp listening", metadata: ["conduit.url": "\(listener.localURL)"])
+        return listener
     }
 }
 
@@ -50,17 +69,23 @@ public struct SCTPTransport: Transport {
 public final class SCTPListener: TransportListener {
     public let associations: SCTPAssociationListener
     private let standardPeers: (@Sendable (SCTPAssociation) async -> Void)?
+    private let observer: SCTPObserver?
 
-    init(associations: SCTPAssociationListener, standardPeers: (@Sendable (SCTPAssociation) async -> Void)?) {
+    init(associations: SCTPAssociationListener, standardPeers: (@Sendable (SCTPAssociation) async -> Void)?, observer: SCTPObserver? = nil) {
         self.associations = associations
         self.standardPeers = standardPeers
+        self.observer = observer
     }
 
     public var localURL: TransportURL { associations.localURL }
 
     public func accept() async throws(ConduitError) -> (any TransportLink)? {
         while let connection = await associations.acceptConnection() {
-            if connection.mode == .conduit { return SCTPLink(connection: connection) }
+            if connection.mode == .conduit {
+                let link = SCTPLink(connection: connection, observer: observer)
+                observer?.linkEstablished(remote: link.remoteDescription, isClient: false)
+                return link
+            }
             let association = SCTPAssociation(connection: connection)
             if let standardPeers {
                 Task { await standardPeers(association) }
