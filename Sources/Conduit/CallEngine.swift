@@ -167,6 +167,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private func exportMetrics() {
         guard observer.isCounting else { return }
         observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts))
+        if !linkIsClosed { observer.recordQueueDelay(machine.longestQueueingDelay(now: now())) }
     }
 
     /// Writing failed: the peer closed its end. Its goodbye may still be waiting in our inbox,

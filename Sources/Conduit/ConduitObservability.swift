@@ -98,5 +98,8 @@ public struct ConduitObservability: Sendable {
         public static let drops = "conduit_drops_total"
         /// Counter: times a session's queueing delay crossed the `tooLongQueuedData` threshold.
         public static let queueDelayAlerts = "conduit_queue_delay_alerts_total"
+        /// Timer: the longest queueing delay among a call's sessions, sampled once per pump round
+        /// while something is queued. Dimensions `transport`, `kind`.
+        public static let queueDelay = "conduit_queue_delay"
     }
 }

@@ -166,6 +166,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
     private func exportMetrics() {
         guard observer.isCounting else { return }
         observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts))
+        if !linkIsClosed { observer.recordQueueDelay(machine.longestQueueingDelay(now: now())) }
     }
 
     private func scheduleTimer() {

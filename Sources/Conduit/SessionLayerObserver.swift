@@ -34,6 +34,7 @@ struct SessionLayerObserver {
     private let drops: [Counter]
     private let established: Counter?
     private let active: Meter?
+    private let queueDelay: CoreMetrics.Timer?
     private var exported = Snapshot()
     private var isActive = false
 
@@ -49,6 +50,7 @@ struct SessionLayerObserver {
             drops = []
             established = nil
             active = nil
+            queueDelay = nil
             return
         }
         let factory = observability.metricsFactory
@@ -61,6 +63,7 @@ struct SessionLayerObserver {
         drops = DropReason.allCases.map { Counter(label: Name.drops, dimensions: dimensions + [("reason", $0.rawValue)], factory: factory) }
         established = Counter(label: Name.sessionsEstablished, dimensions: dimensions, factory: factory)
         active = Meter(label: Name.sessionsActive, dimensions: dimensions, factory: factory)
+        queueDelay = CoreMetrics.Timer(label: Name.queueDelay, dimensions: dimensions, factory: factory)
     }
 
     /// Eight hex digits, random: tells one call's log lines from another's.
@@ -83,6 +86,13 @@ struct SessionLayerObserver {
         guard isActive else { return }
         isActive = false
         active?.decrement()
+    }
+
+    /// Records one sample of the longest queueing delay (while something is queued).
+    func recordQueueDelay(_ delay: Duration) {
+        guard let queueDelay, delay > .zero else { return }
+        let (seconds, attoseconds) = delay.components
+        queueDelay.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 
     /// Adds what changed since the last export to the counters.

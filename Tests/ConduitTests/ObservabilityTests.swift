@@ -94,6 +94,35 @@ struct ObservabilityTests {
         #expect(global.conduitMetrics.isEmpty, "\(global.conduitMetrics)")
     }
 
+    @Test("a rate-capped sender's queueing delay is sampled, and the queue-delay alert is counted")
+    func queueDelay() async throws {
+        let metrics = TestMetrics()
+        var configuration = ConduitConfiguration.testDefaults
+        configuration.rateLimit = .bitsPerSecond(4_000_000)
+        configuration.queueDelayOn = .milliseconds(100)
+        configuration.queueDelayOff = .milliseconds(20)
+        var runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        runtime.observability = ConduitObservability(metricsFactory: metrics)
+        let pair = try await ObservedPair.connect("observability-queue-delay", runtime: runtime)
+        let (outbound, inbound) = try await pair.open(325, .reliableBytes, from: pair.caller, to: pair.callee)
+        // 200 KB at 4 Mbit/s: 0.4 s to drain, so the queue waits well past 100 ms.
+        let message = [UInt8](repeating: 7, count: 200_000)
+        try await outbound.send(message, timestamp: 1)
+        var received = 0
+        while received < message.count {
+            guard case .fragment(let fragment)? = try await next(inbound, "fragments") else { continue }
+            received += fragment.bytes.count
+        }
+        try await pair.finish()
+        let call = [("transport", "loopback"), ("kind", "call")]
+        let samples = try metrics.expectTimer("conduit_queue_delay", call).values
+        #expect(!samples.isEmpty)
+        #expect((samples.max() ?? 0) >= 100_000_000, "the longest sample: \(samples.max() ?? 0) ns")
+        #expect((samples.max() ?? 0) <= 5_000_000_000)
+        #expect(metrics.counterTotal(label: "conduit_queue_delay_alerts_total", dimensions: call) >= 1)
+        #expect(metrics.counterTotal(label: "conduit_bytes_received_total", dimensions: call) == Int64(message.count))
+    }
+
     @Test("a logger's level is respected: at info, no debug lines")
     func loggerLevel() async throws {
         let logs = LogCapture()

@@ -87,3 +87,13 @@ extension ConferenceMachine {
         }
     }
 }
+
+extension ConferenceMachine {
+    /// The longest queueing delay among the open outbound sessions (zero when every queue is
+    /// empty), as ``CallMachine/longestQueueingDelay(now:)``.
+    public func longestQueueingDelay(now: ConduitInstant) -> Duration {
+        var longest = Duration.zero
+        for session in outbound.values where session.state.isOpen { longest = max(longest, session.state.queueingDelay(now: now)) }
+        return longest
+    }
+}

@@ -158,3 +158,14 @@ extension OutboundSessionState {
         return pacer.nextRelease(now: now)
     }
 }
+
+extension CallMachine {
+    /// The longest queueing delay among the open outbound sessions (zero when every queue is
+    /// empty): what `tooLongQueuedData` watches, for a driver that reports it (a walk over the
+    /// sessions; drivers sample it in batches, not per message).
+    public func longestQueueingDelay(now: ConduitInstant) -> Duration {
+        var longest = Duration.zero
+        for session in outbound.values where session.isOpen { longest = max(longest, session.queueingDelay(now: now)) }
+        return longest
+    }
+}
