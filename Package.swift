@@ -99,7 +99,10 @@ let package = Package(
         ),
         .target(
             name: "ConduitKernelSCTP",
-            dependencies: ["CLibSCTP", "ConduitCore", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "CLibSCTP", "ConduitCore", .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         // usrsctp (the system's, found with pkg-config; the shim header defines what pkg-config's
@@ -286,7 +289,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitKernelSCTPTests",
-            dependencies: ["ConduitKernelSCTP", "ConduitCore"],
+            dependencies: ["ConduitKernelSCTP", "ConduitCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(

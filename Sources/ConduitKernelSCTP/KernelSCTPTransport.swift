@@ -1,4 +1,5 @@
 public import ConduitCore
+public import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -16,14 +17,25 @@ import Glibc
 /// Where the kernel has no SCTP (no `sctp` module, as on our CI machines and in most containers),
 /// `connect` and `listen` throw ``ConduitError/Code/unsupportedByTransport`` saying so and pointing
 /// to `sctp+udp://`. Only that path is tested here; the socket path is untested on these machines.
+///
+/// Silent by default; given a `Logger` it logs listeners and associations, and why the kernel
+/// refused them, at `debug` (metadata `conduit.transport` = `sctp`, `conduit.remote`).
 public struct KernelSCTPTransport: Transport {
+    /// `sctp`.
     public var schemes: [String] { ["sctp"] }
 
     /// How long `connect` waits for the association (INIT, COOKIE) before failing.
     public var connectTimeout: Duration
 
-    public init(connectTimeout: Duration = .seconds(10)) {
+    /// Where the transport logs (by default nowhere).
+    public var logger: Logger
+
+    /// A transport whose `connect` waits up to `connectTimeout`, logging through `logger`.
+    public init(connectTimeout: Duration = .seconds(10), logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })) {
         self.connectTimeout = connectTimeout
+        var logger = logger
+        logger[metadataKey: "conduit.transport"] = "sctp"
+        self.logger = logger
     }
 
     /// Nil when this machine's kernel opens SCTP sockets, else the error `connect` and `listen` throw.
@@ -38,6 +50,17 @@ public struct KernelSCTPTransport: Transport {
     }
 
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
+        do throws(ConduitError) {
+            let link = try await connectLink(to: url)
+            logger.debug("sctp association connected", metadata: ["conduit.remote": "\(link.remoteDescription)"])
+            return link
+        } catch {
+            logger.debug("sctp connect failed", metadata: ["conduit.url": "\(url)", "conduit.reason": "\(error)"])
+            throw error
+        }
+    }
+
+    private func connectLink(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         if let error = Self.unavailability() { throw error }
         let (address, description) = try KernelSCTPSocket.resolve(url, forListening: false)
         let socket = try KernelSCTPSocket.open(family: address.family).get()
@@ -52,6 +75,17 @@ public struct KernelSCTPTransport: Transport {
     }
 
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
+        do throws(ConduitError) {
+            let listener = try listenSocket(on: url)
+            logger.debug("sctp listening", metadata: ["conduit.url": "\(listener.localURL)"])
+            return listener
+        } catch {
+            logger.debug("sctp listen failed", metadata: ["conduit.url": "\(url)", "conduit.reason": "\(error)"])
+            throw error
+        }
+    }
+
+    private func listenSocket(on url: TransportURL) throws(ConduitError) -> any TransportListener {
         if let error = Self.unavailability() { throw error }
         let (address, _) = try KernelSCTPSocket.resolve(url, forListening: true)
         let socket = try KernelSCTPSocket.open(family: address.family).get()

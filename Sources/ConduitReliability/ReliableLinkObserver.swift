@@ -4,8 +4,8 @@ import Logging
 
 /// What a ``ReliableTransportLink`` reports: its end at `debug` ("closed" when closed from
 /// above, "ended" with the reason when the peer closed it, writing failed or it idled out), and
-/// its engine's counters as
-/// metrics, exported as deltas in batches (each pump round and at the end), never per packet.
+/// its engine's counters as metrics, exported as deltas in batches (each pump round and at the
+/// end), never per packet.
 ///
 /// Metric labels, each with the dimension `transport` (the URL scheme):
 /// - `conduit_retransmissions_total`: frames sent again.
