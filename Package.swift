@@ -245,6 +245,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 "ConduitInteropSupport",
                 "ConduitNetworkTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),
@@ -299,7 +301,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: ["ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling"],
+            dependencies: [
+                "ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
