@@ -158,6 +158,12 @@ extension ConduitRuntime {
     /// (`tokenExpired`, `wrongRoom`, ...) if it did not, or `timedOut`.
     public func join(relay url: String, room: RoomID, as peer: PeerID, token: String, channels: [ChannelDeclaration] = []) async throws(ConduitError) -> Conference {
         try configuration.validate()
+        if !Zlib.isAvailable, let compressed = channels.first(where: \.compress) {
+            throw ConduitError(
+                .invalidConfiguration,
+                "channel \(compressed.label) is declared with compress, but this build of Conduit has no zlib: enable the package trait Zlib"
+            )
+        }
         let (transport, resolved) = try registry.resolve(url)
         let reliability = try ReliableLink.Configuration(url: resolved)
         let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in

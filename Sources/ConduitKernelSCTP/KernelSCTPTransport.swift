@@ -1,3 +1,4 @@
+#if KernelSCTP
 public import ConduitCore
 
 #if canImport(Glibc)
@@ -66,3 +67,4 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 }
+#endif

@@ -8,11 +8,12 @@ import Darwin
 
 /// What `conduit bench --reference` measures beside Conduit, in the same run: usrsctp's own
 /// `tsctp` (Debian's libusrsctp-examples) with its debug output kept off by preloading
-/// `libConduitTsctpQuiet.so`, at each message size, and a plain UDP blast of 1,200-byte datagrams
+/// a small library built on first use (``BenchReferenceRun/quietLibrary(at:)``), at each message size, and a plain UDP blast of 1,200-byte datagrams
 /// (`conduit-udp-blast`, sendmmsg/recvmmsg). Each is a pair of child processes on 127.0.0.1 with
 /// free ephemeral ports, bounded in time and killed (SIGKILL) at the end of every run.
 public struct BenchReferenceOptions: Sendable, Hashable {
     public var tsctpPath: String
+    /// Where the library that keeps tsctp quiet is built (with the system's `cc`) if it is not there yet.
     public var quietLibraryPath: String
     public var blastPath: String
     /// How long each reference sends.
@@ -20,7 +21,7 @@ public struct BenchReferenceOptions: Sendable, Hashable {
 
     public init(
         tsctpPath: String = "/usr/lib/usrsctp/tsctp",
-        quietLibraryPath: String = BenchReferenceOptions.besideExecutable("libConduitTsctpQuiet.so"),
+        quietLibraryPath: String = BenchReferenceOptions.besideExecutable("libconduit-tsctp-quiet.so"),
         blastPath: String = BenchReferenceOptions.besideExecutable("conduit-udp-blast"),
         seconds: Double = 3
     ) {
@@ -50,9 +51,6 @@ public struct BenchReferenceOptions: Sendable, Hashable {
                              (blastPath, "conduit-udp-blast (swift build builds it beside conduit)")]
         where access(path, X_OK) != 0 {
             throw ConduitError(.invalidConfiguration, "\(path) is not an executable: --reference needs \(what)")
-        }
-        guard access(quietLibraryPath, R_OK) == 0 else {
-            throw ConduitError(.invalidConfiguration, "\(quietLibraryPath) is missing: --reference needs libConduitTsctpQuiet.so (swift build builds it beside conduit)")
         }
     }
 }
@@ -85,7 +83,7 @@ public enum BenchReferenceRun {
         let serverPort = try freeUDPPort()
         var clientPort = try freeUDPPort()
         while clientPort == serverPort { clientPort = try freeUDPPort() }
-        let environment = ["LD_PRELOAD": options.quietLibraryPath]
+        let environment = ["LD_PRELOAD": try await quietLibrary(at: options.quietLibraryPath)]
         let server = try ChildProcess(path: options.tsctpPath, arguments: ["-E", "\(serverPort)", "-L", "127.0.0.1"], environment: environment)
         defer { server.kill() }
         // The client's INIT must not race the server's bind (an INIT lost to an ICMP error waits a
@@ -122,6 +120,35 @@ public enum BenchReferenceRun {
             throw ConduitError(.protocolViolation, "tsctp (\(size) B) reported no throughput; client: \(client.text()) server: \(server.text())")
         }
         return sent
+    }
+
+    /// tsctp turns usrsctp's debug output on, which costs it 2-4x; preloaded, this makes that call
+    /// do nothing. A reference tool, so it is not among the package's products: it is compiled
+    /// here, once, with the system's C compiler.
+    static let quietLibrarySource = """
+        #include <stdint.h>
+        int usrsctp_sysctl_set_sctp_debug_on(uint32_t v) { (void)v; return 0; }
+        """
+
+    /// `path`, after building the quiet library there if it is not there yet.
+    public static func quietLibrary(at path: String) async throws(ConduitError) -> String {
+        if access(path, R_OK) == 0 { return path }
+        let source = path + ".c"
+        guard let file = fopen(source, "w") else {
+            throw ConduitError(.invalidConfiguration, "cannot write \(source): \(ChildProcess.describeErrno())")
+        }
+        fputs(quietLibrarySource + "\n", file)
+        fclose(file)
+        defer { unlink(source) }
+        // Built beside the final name and renamed, so a concurrent run never preloads half a file.
+        let partial = path + ".\(getpid()).partial"
+        let compiler = try ChildProcess(path: "/usr/bin/env", arguments: ["cc", "-shared", "-fPIC", "-O2", "-o", partial, source])
+        guard await compiler.waitForExit(until: ContinuousClock.now + .seconds(60)), access(partial, R_OK) == 0,
+              rename(partial, path) == 0 else {
+            unlink(partial)
+            throw ConduitError(.invalidConfiguration, "could not build \(path) with cc (needed to keep tsctp's debug output off): \(compiler.text())")
+        }
+        return path
     }
 
     /// One blast run: the receiver on an ephemeral port, the sender for `seconds`. The receiver's MB/s.

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 public import ConduitSCTP
 import Synchronization
@@ -141,3 +142,4 @@ public enum DataChannelEcho {
         }
     }
 }
+#endif

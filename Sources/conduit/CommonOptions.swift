@@ -1,6 +1,5 @@
 import ArgumentParser
 import Conduit
-import ConduitSCTP
 
 /// The options `listen` and `send` share: where configuration comes from and how to report.
 struct CommonOptions: ParsableArguments {
@@ -12,7 +11,7 @@ struct CommonOptions: ParsableArguments {
 
     /// A runtime with the configuration file (then CONDUIT_* variables) and every transport the
     /// command line knows.
-    func runtime(standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil) throws -> ConduitRuntime {
+    func runtime(standardPeers: StandardPeerHandler? = nil) throws -> ConduitRuntime {
         ConduitRuntime(configuration: try ConduitConfiguration.resolved(jsonFile: config), registry: CommandRegistry.make(standardPeers: standardPeers))
     }
 }

@@ -1,16 +1,56 @@
 import Conduit
-import ConduitSCTP
 import ConduitUDP
+#if SCTP
+import ConduitSCTP
+#endif
+#if KernelSCTP
 import ConduitKernelSCTP
+#endif
+
+#if SCTP
+/// What `sctp+udp://` listeners do with peers that are not Conduit (standard RFC 8831 data channels).
+typealias StandardPeerHandler = @Sendable (SCTPAssociation) async -> Void
+#else
+/// Without the SCTP trait there is no `sctp+udp://`, so no standard data-channel peer to serve.
+typealias StandardPeerHandler = @Sendable (Never) async -> Void
+#endif
 
 /// The transports the commands can reach, built in this one place: a transport module joins the
-/// command line with one line here.
+/// command line with one line here. A transport left out of this build by its package trait is
+/// still known by scheme, so its URL gets an error that says how to build it in.
 enum CommandRegistry {
-    /// `standardPeers`: what `sctp+udp://` listeners do with peers that are not Conduit (standard
-    /// RFC 8831 data channels); nil closes them.
-    static func make(standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil) -> TransportRegistry {
-        TransportRegistry.defaults.registering(UDPTransport())
-            .registering(SCTPTransport(standardPeers: standardPeers))
-            .registering(KernelSCTPTransport())
+    /// `standardPeers`: what `sctp+udp://` listeners do with standard data-channel peers; nil closes them.
+    static func make(standardPeers: StandardPeerHandler? = nil) -> TransportRegistry {
+        var registry = TransportRegistry.defaults.registering(UDPTransport())
+        #if SCTP
+        registry.register(SCTPTransport(standardPeers: standardPeers))
+        #else
+        registry.register(TransportLeftOut(scheme: "sctp+udp", trait: "SCTP", library: "usrsctp (Debian: libusrsctp-dev)"))
+        #endif
+        #if KernelSCTP
+        registry.register(KernelSCTPTransport())
+        #else
+        registry.register(TransportLeftOut(scheme: "sctp", trait: "KernelSCTP", library: "lksctp-tools (Debian: libsctp-dev)"))
+        #endif
+        return registry
     }
+}
+
+/// A transport this build was made without: every use fails at once, naming the package trait.
+struct TransportLeftOut: Transport {
+    let scheme: String
+    let trait: String
+    let library: String
+
+    var schemes: [String] { [scheme] }
+
+    var error: ConduitError {
+        ConduitError(
+            .unsupportedByTransport,
+            "\(scheme):// is not in this build of conduit: build with the package trait \(trait) (swift build --enable-all-traits builds every transport), which needs \(library)"
+        )
+    }
+
+    func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink { throw error }
+    func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener { throw error }
 }

@@ -70,7 +70,11 @@ struct SendCommand: AsyncParsableCommand {
         let report: SendReport
         if url.lowercased().hasPrefix("sctp+udp://"), label != nil || protocolName != nil {
             // A label or protocol on sctp+udp:// means a standard data-channel peer (not a Conduit call).
+            #if SCTP
             report = try await DataChannelSendJob(options: options).run()
+            #else
+            throw TransportLeftOut(scheme: "sctp+udp", trait: "SCTP", library: "usrsctp (Debian: libusrsctp-dev)").error
+            #endif
         } else {
             report = try await SendJob(runtime: try common.runtime(), options: options).run()
         }

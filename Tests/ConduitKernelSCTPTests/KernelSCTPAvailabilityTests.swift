@@ -1,3 +1,4 @@
+#if KernelSCTP
 import ConduitCore
 import ConduitKernelSCTP
 import Testing
@@ -38,3 +39,4 @@ struct KernelSCTPAvailabilityTests {
         #expect(registry.transport(for: "sctp+udp") == nil)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 import NIOCore
 
@@ -114,3 +115,4 @@ extension SCTPConnection {
         return (stream, streamDelivery)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 
 /// The options of an `sctp+udp://HOST:PORT?...` URL.
@@ -72,3 +73,4 @@ public struct SCTPOptions: Sendable, Hashable {
         connectTimeoutMilliseconds % 1000 == 0 ? "\(connectTimeoutMilliseconds / 1000) s" : "\(connectTimeoutMilliseconds) ms"
     }
 }
+#endif

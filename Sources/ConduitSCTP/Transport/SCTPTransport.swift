@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 
 /// SCTP over UDP (usrsctp, RFC 6951 framing without DTLS) as a Conduit transport, and a home for
@@ -73,3 +74,4 @@ public final class SCTPListener: TransportListener {
 
     public func close() async { await associations.close() }
 }
+#endif

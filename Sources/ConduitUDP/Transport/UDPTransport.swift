@@ -33,7 +33,7 @@ public struct UDPTransport: Transport {
         let options = try UDPOptions(url, listening: true)
         let address = try UDPOptions.resolve(url)
         let loop = group.next()
-        let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: false)) }
+        let filter = try options.srtp.map { configuration throws(ConduitError) in try configuration.makeFilter(isClient: false) }
         let offload = UDPOffloadPolicy(mode: options.offload)
         let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter)
         let channel = try await UDPSocket.bind(
@@ -58,7 +58,7 @@ public struct UDPTransport: Transport {
         let options = try UDPOptions(url, listening: false)
         let server = try UDPOptions.resolve(url)
         let loop = group.next()
-        let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: true)) }
+        let filter = try options.srtp.map { configuration throws(ConduitError) in try configuration.makeFilter(isClient: true) }
         let offload = UDPOffloadPolicy(mode: options.offload)
         let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter)
         let channel = try await UDPSocket.bind(
