@@ -1,4 +1,5 @@
 import Conduit
+import ConduitTooling
 import ConduitUDP
 #if SCTP
 import ConduitSCTP
@@ -34,23 +35,4 @@ enum CommandRegistry {
         #endif
         return registry
     }
-}
-
-/// A transport this build was made without: every use fails at once, naming the package trait.
-struct TransportLeftOut: Transport {
-    let scheme: String
-    let trait: String
-    let library: String
-
-    var schemes: [String] { [scheme] }
-
-    var error: ConduitError {
-        ConduitError(
-            .unsupportedByTransport,
-            "\(scheme):// is not in this build of conduit: build with the package trait \(trait) (swift build --enable-all-traits builds every transport), which needs \(library)"
-        )
-    }
-
-    func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink { throw error }
-    func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener { throw error }
 }
