@@ -72,7 +72,7 @@ struct SendCommand: AsyncParsableCommand {
             // A label or protocol on sctp+udp:// means a standard data-channel peer (not a Conduit call).
             report = try await DataChannelSendJob(options: options).run()
         } else {
-            report = try await SendJob(runtime: try common.runtime(), options: options).run()
+            report = try await SendJob(runtime: try common.runtime(url: url), options: options).run()
         }
         if common.json {
             try ReportOutput.printJSON(report)
