@@ -36,19 +36,27 @@ public final class Conference: Sendable {
         case channelsReady([ChannelInfo])
         /// This side left, was refused, was let go as a slow receiver, or the link closed.
         case disconnected(RelayDisconnectReason, String)
+        /// `count` events were lost here because ``Conference/events`` was not read while 1,024
+        /// others waited; delivered in their place once the reader caught up.
+        /// ``Conference/droppedEventCount`` has the total. (`.disconnected` is never dropped.)
+        case eventsDropped(count: Int)
     }
 
     let engine: ConferenceEngine
     public let room: RoomID
     public let localPeer: PeerID
-    /// Bounded: if never read, the oldest are dropped.
+    /// Bounded (1,024 unread) but never silently: events that find it full are counted and
+    /// reported by one ``Event/eventsDropped(count:)`` where they were lost.
     public let events: AsyncStream<Event>
+
+    /// Events lost because ``events`` was not read (see ``Event/eventsDropped(count:)``), in total.
+    public var droppedEventCount: Int { engine.eventSink.droppedCount }
 
     init(engine: ConferenceEngine, room: RoomID, localPeer: PeerID) {
         self.engine = engine
         self.room = room
         self.localPeer = localPeer
-        self.events = engine.events
+        self.events = engine.eventSink.stream
     }
 
     /// The other peers in the room now.
