@@ -168,12 +168,14 @@ extension ConduitRuntime {
         try configuration.validate()
         let (transport, resolved) = try registry.resolve(url)
         let reliability = try ReliableLink.Configuration(url: resolved)
-        let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
-            try await transport.connect(to: resolved.withoutReliableLinkOptions)
+        // One limit, as for calls: the URL's connect-timeout-ms, else the configuration's.
+        let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
+        let raw = try await withTimeout(timeout + ConduitRuntime.connectBackstop, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
+            try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
         }
         let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
         let engine = ConferenceEngine(room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels)
-        _ = try await engine.establish(timeout: configuration.connectTimeout)
+        _ = try await engine.establish(timeout: timeout)
         return Conference(engine: engine, room: room, localPeer: peer)
     }
 }
