@@ -46,6 +46,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Configuration from a JSON file, the environment and the command line (JSON is a default
+        // trait; the command-line provider is behind CommandLineArguments).
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
     ],
     targets: [
         .target(
@@ -115,6 +118,7 @@ let package = Package(
             dependencies: [
                 "ConduitCore", "ConduitLoopback", "ConduitReliability",
                 .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strictSettings
         ),

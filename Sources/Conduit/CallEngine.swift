@@ -25,8 +25,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     var inboundOverflow = InboundOverflow()
     private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
 
-    private let callEvents: AsyncStream<Call.Event>
-    private let callEventSink: AsyncStream<Call.Event>.Continuation
+    private let callEventSink = EventQueue<Call.Event>(capacity: 1_024, makeDropped: { .eventsDropped(count: $0) })
     private var connectWaiter: CheckedContinuation<Void, any Error>?
     private var closedWaiters: [CheckedContinuation<Void, Never>] = []
     private var linkIsClosed = false
@@ -48,7 +47,6 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         self.link = link
         self.configuration = configuration
         self.machine = CallMachine(localPeer: localPeer, configuration: configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize))
-        (callEvents, callEventSink) = AsyncStream.makeStream(of: Call.Event.self, bufferingPolicy: .bufferingNewest(1024))
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -85,7 +83,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         guard case .connected(let peer, let supported) = machine.phase else {
             throw ConduitError(.connectionFailed, "the call ended during the handshake")
         }
-        return Call(engine: self, localPeer: machine.localPeer, remotePeer: peer, peerSupportsDataSessions: supported, events: callEvents)
+        return Call(engine: self, localPeer: machine.localPeer, remotePeer: peer, peerSupportsDataSessions: supported, events: callEventSink)
     }
 
     private func failConnect(_ error: ConduitError) {
@@ -228,7 +226,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
                 connectWaiter = nil
             case .disconnected(let reason):
                 failConnect(ConduitError(.connectionFailed, "the call ended during the handshake (\(reason))"))
-                callEventSink.yield(.disconnected(reason))
+                callEventSink.yield(.disconnected(reason), essential: true)
                 callEventSink.finish()
                 for waiters in sendWaiters.values { for waiter in waiters { waiter.resume() } }
                 sendWaiters.removeAll()

@@ -88,7 +88,8 @@ package struct ListenJob: Sendable {
             group.addTask {
                 for await event in call.events {
                     switch event {
-                    case .connected: continue
+                    // At most 900 stream IDs announce themselves, fewer than the 1,024 events held.
+                    case .connected, .eventsDropped: continue
                     case .dataSessionIncoming(let streamID, _, let type): signal.yield(.incoming(streamID, type))
                     case .disconnected: signal.yield(.hungUp)
                     }

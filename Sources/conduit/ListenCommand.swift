@@ -41,7 +41,7 @@ struct ListenCommand: AsyncParsableCommand {
         let job = ListenJob(
             // sctp+udp: a peer whose first channel is not Conduit's is a standard data-channel peer;
             // with --echo its channels are echoed too (DataChannelEcho).
-            runtime: try common.runtime(standardPeers: echo ? Self.echoStandardPeer : nil),
+            runtime: try common.runtime(url: url, standardPeers: echo ? Self.echoStandardPeer : nil),
             url: url,
             options: .init(echo: echo, expect: expect, timeout: limit)
         )

@@ -76,7 +76,7 @@ struct SendCommand: AsyncParsableCommand {
             throw TransportLeftOut(scheme: "sctp+udp", trait: "SCTP", library: "usrsctp (Debian: libusrsctp-dev)").error
             #endif
         } else {
-            report = try await SendJob(runtime: try common.runtime(), options: options).run()
+            report = try await SendJob(runtime: try common.runtime(url: url), options: options).run()
         }
         if common.json {
             try ReportOutput.printJSON(report)

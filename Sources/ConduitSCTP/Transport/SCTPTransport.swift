@@ -22,6 +22,11 @@ public struct SCTPTransport: Transport {
         try await connectSCTP(to: url)
     }
 
+    /// `connect` within `timeout`, unless the URL has its own `connect-timeout-ms`.
+    public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
+        try await connectSCTP(to: url.withConnectTimeout(default: timeout))
+    }
+
     /// `connect`, returning the concrete link (for its statistics).
     public func connectSCTP(to url: TransportURL) async throws(ConduitError) -> SCTPLink {
         let connection = try await SCTPConnector.connect(to: url, mode: .conduit)

@@ -9,7 +9,9 @@ import NIOPosix
 /// URL: `udp://HOST:PORT[?mtu=BYTES&connect-timeout-ms=MS]`.
 /// - `mtu`: UDP payload bytes per datagram, RTP header included (default 1232, 256...65507). The
 ///   link's `maxDatagramSize` and `mtu` are 12 less. The two ends agree on the smaller value.
-/// - `connect-timeout-ms`: how long `connect` retries the handshake (default 5000).
+/// - `connect-timeout-ms`: how long `connect` retries the handshake. Overrides the configuration's
+///   `connectTimeoutMs` under `ConduitRuntime`; the default is that value (10000, also when the
+///   transport is used on its own).
 ///
 /// Listening on port 0 binds an ephemeral port; the listener's `localURL` has the real one.
 public struct UDPTransport: Transport {
@@ -51,6 +53,11 @@ public struct UDPTransport: Transport {
 
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         try await connectUDP(to: url)
+    }
+
+    /// `connect` within `timeout`, unless the URL has its own `connect-timeout-ms`.
+    public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
+        try await connectUDP(to: url.withConnectTimeout(default: timeout))
     }
 
     /// `connect`, returning the concrete link (for its statistics).
