@@ -25,14 +25,18 @@ let package = Package(
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
         .library(name: "ConduitSCTP", targets: ["ConduitSCTP"]),
+        .library(name: "ConduitKernelSCTP", targets: ["ConduitKernelSCTP"]),
         .library(name: "ConduitRelay", targets: ["ConduitRelay"]),
         .executable(name: "conduit", targets: ["conduit"]),
-        .executable(name: "conduit-udp-blast", targets: ["conduit-udp-blast"]),
-        // Preloaded into usrsctp's tsctp for reference runs, so its debug output stays off
-        // (by hand today, see README "UDP throughput"; `conduit bench --reference` is next).
-        .library(name: "ConduitTsctpQuiet", type: .dynamic, targets: ["ConduitTsctpQuiet"]),
         .plugin(name: "StreamCatalogPlugin", targets: ["StreamCatalogPlugin"]),
         .plugin(name: "StreamCatalogCommand", targets: ["StreamCatalogCommand"]),
+    ],
+    traits: [
+        .trait(name: "SCTP", description: "sctp+udp:// (ConduitSCTP) through the system's usrsctp (Debian: libusrsctp-dev)"),
+        .trait(name: "SRTP", description: "SRTP protection for udp:// (ConduitSRTP) through the system's libsrtp2 (Debian: libsrtp2-dev)"),
+        .trait(name: "KernelSCTP", description: "sctp:// (ConduitKernelSCTP) through the kernel's SCTP and lksctp-tools (Debian: libsctp-dev)"),
+        .trait(name: "Zlib", description: "zlib compression of labeled channels (the system zlib, which Swift on Linux already needs)"),
+        .default(enabledTraits: ["Zlib"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -42,6 +46,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Configuration from a JSON file, the environment and the command line (JSON is a default
+        // trait; the command-line provider is behind CommandLineArguments).
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
     ],
     targets: [
         .target(
@@ -72,7 +79,7 @@ let package = Package(
             name: "ConduitUDP",
             dependencies: [
                 "ConduitCore",
-                "ConduitSRTP",
+                .target(name: "ConduitSRTP", condition: .when(traits: ["SRTP"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -81,43 +88,31 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // libsrtp2 (the system's, found with pkg-config) and SRTP/SRTCP protection on top of it.
-        .systemLibrary(
-            name: "CSRTP",
-            pkgConfig: "libsrtp2",
-            providers: [.apt(["libsrtp2-dev"])]
-        ),
+        .systemLibrary(name: "CSRTP"),
         .target(
             name: "ConduitSRTP",
-            dependencies: ["CSRTP", "ConduitCore"],
+            dependencies: [.target(name: "CSRTP", condition: .when(traits: ["SRTP"])), "ConduitCore"],
             swiftSettings: strictSettings
         ),
         // Kernel SCTP (sctp://), where the kernel has it: lksctp-tools' API (libsctp-dev).
-        .systemLibrary(
-            name: "CLibSCTP",
-            pkgConfig: "libsctp",
-            providers: [.apt(["libsctp-dev"])]
-        ),
+        .systemLibrary(name: "CLibSCTP"),
         .target(
             name: "ConduitKernelSCTP",
             dependencies: [
-                "CLibSCTP", "ConduitCore", .product(name: "NIOPosix", package: "swift-nio"),
+                .target(name: "CLibSCTP", condition: .when(traits: ["KernelSCTP"])), "ConduitCore", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
         // usrsctp (the system's, found with pkg-config; the shim header defines what pkg-config's
         // -D flags would), a few C helpers around it, and SCTP over UDP with data channels.
-        .systemLibrary(
-            name: "CUsrsctp",
-            pkgConfig: "usrsctp",
-            providers: [.apt(["libusrsctp-dev"])]
-        ),
+        .systemLibrary(name: "CUsrsctp"),
         .target(name: "CUsrsctpSupport", dependencies: ["CUsrsctp", "CConduitCRC32C"]),
         .target(
             name: "ConduitSCTP",
             dependencies: [
-                "CUsrsctp",
-                "CUsrsctpSupport",
+                .target(name: "CUsrsctp", condition: .when(traits: ["SCTP"])),
+                .target(name: "CUsrsctpSupport", condition: .when(traits: ["SCTP"])),
                 "ConduitCore",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,14 +123,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // The system zlib, for labeled channels declared with `compress` (Sora style).
-        .systemLibrary(
-            name: "CZlib",
-            providers: [.apt(["zlib1g-dev"])]
-        ),
+        .systemLibrary(name: "CZlib"),
         .target(
             name: "Conduit",
             dependencies: [
-                "ConduitCore", "ConduitLoopback", "ConduitReliability", "CZlib",
+                "ConduitCore", "ConduitLoopback", "ConduitReliability",
+                .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -184,7 +178,6 @@ let package = Package(
         // Reference runs: a plain UDP blast (sendmmsg/recvmmsg) and a one-function library that
         // keeps tsctp's debug output off. C, our own code, no dependencies.
         .executableTarget(name: "conduit-udp-blast"),
-        .target(name: "ConduitTsctpQuiet"),
         // The stream catalog: IDs fixed at design time, checked at build time.
         .target(name: "ConduitStreamCatalog", swiftSettings: strictSettings),
         .executableTarget(

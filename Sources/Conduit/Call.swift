@@ -14,6 +14,10 @@ public final class Call: Sendable {
         /// or ``Call/unsupportInboundDataSession(streamID:)``.
         case dataSessionIncoming(streamID: StreamID, subgroup: SubgroupName?, type: SessionType)
         case disconnected(DisconnectReason)
+        /// `count` events were lost here because ``Call/events`` was not read while 1,024 others
+        /// waited; delivered in their place once the reader caught up. ``Call/droppedEventCount``
+        /// has the total. (`.disconnected` is never dropped.)
+        case eventsDropped(count: Int)
     }
 
     let engine: CallEngine
@@ -22,15 +26,22 @@ public final class Call: Sendable {
     public let remotePeer: PeerID
     /// Whether the peer supports data sessions (`isDataSessionSupported` of the connected event).
     public let isPeerDataSessionSupported: Bool
-    /// Call events, starting with `.connected`. Bounded: if never read, the oldest are dropped.
+    /// Call events, starting with `.connected`. Bounded (1,024 unread) but never silently: events
+    /// that find it full are counted and reported by one ``Event/eventsDropped(count:)`` where
+    /// they were lost.
     public let events: AsyncStream<Event>
+    private let eventQueue: EventQueue<Event>
 
-    init(engine: CallEngine, localPeer: PeerID, remotePeer: PeerID, peerSupportsDataSessions: Bool, events: AsyncStream<Event>) {
+    /// Events lost because ``events`` was not read (see ``Event/eventsDropped(count:)``), in total.
+    public var droppedEventCount: Int { eventQueue.droppedCount }
+
+    init(engine: CallEngine, localPeer: PeerID, remotePeer: PeerID, peerSupportsDataSessions: Bool, events: EventQueue<Event>) {
         self.engine = engine
         self.localPeer = localPeer
         self.remotePeer = remotePeer
         self.isPeerDataSessionSupported = peerSupportsDataSessions
-        self.events = events
+        self.eventQueue = events
+        self.events = events.stream
     }
 
     // MARK: Sender side

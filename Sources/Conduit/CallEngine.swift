@@ -26,8 +26,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     var inboundOverflow = InboundOverflow()
     private var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
 
-    private let callEvents: AsyncStream<Call.Event>
-    private let callEventSink: AsyncStream<Call.Event>.Continuation
+    private let callEventSink = EventQueue<Call.Event>(capacity: 1_024, makeDropped: { .eventsDropped(count: $0) })
     private var connectWaiter: CheckedContinuation<Void, any Error>?
     private var closedWaiters: [CheckedContinuation<Void, Never>] = []
     private var linkIsClosed = false
@@ -59,7 +58,6 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         observer.logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(localPeer)"
         self.observer = observer
         self.machine = CallMachine(localPeer: localPeer, configuration: configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize))
-        (callEvents, callEventSink) = AsyncStream.makeStream(of: Call.Event.self, bufferingPolicy: .bufferingNewest(1024))
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -99,7 +97,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
         guard case .connected(let peer, let supported) = machine.phase else {
             throw ConduitError(.connectionFailed, "the call ended during the handshake")
         }
-        return Call(engine: self, localPeer: machine.localPeer, remotePeer: peer, peerSupportsDataSessions: supported, events: callEvents)
+        return Call(engine: self, localPeer: machine.localPeer, remotePeer: peer, peerSupportsDataSessions: supported, events: callEventSink)
     }
 
     private func failConnect(_ error: ConduitError) {
@@ -260,7 +258,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
             case .disconnected(let reason):
                 logEnd(reason)
                 failConnect(ConduitError(.connectionFailed, "the call ended during the handshake (\(reason))"))
-                callEventSink.yield(.disconnected(reason))
+                callEventSink.yield(.disconnected(reason), essential: true)
                 callEventSink.finish()
                 for waiters in sendWaiters.values { for waiter in waiters { waiter.resume() } }
                 sendWaiters.removeAll()

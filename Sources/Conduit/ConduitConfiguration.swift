@@ -1,9 +1,14 @@
 public import ConduitCore
+import Configuration
 import Foundation
 
-/// Everything a host app may configure, from code, a JSON file, or the environment.
+/// Everything a host app may configure, from code, a JSON file, the environment or the command
+/// line. The file, the environment and the command line are read through apple/swift-configuration
+/// (a `ConfigReader` over its JSON, environment-variable and command-line providers); unknown keys
+/// in any of them are a typed ``ConduitError`` naming the key.
 ///
-/// Keys are the same in every source (JSON key, then environment variable):
+/// Keys are the same in every source (JSON key, environment variable; the command-line option is
+/// the key in dash case, `--rate-limit`):
 ///
 /// | key | environment | meaning | default |
 /// |---|---|---|---|
@@ -17,7 +22,7 @@ import Foundation
 /// | `maxIncompleteMessages` | `CONDUIT_MAX_INCOMPLETE_MESSAGES` | reassembly cap per peer | 64 |
 /// | `maxReassemblyBytes` | `CONDUIT_MAX_REASSEMBLY_BYTES` | reassembly byte cap per peer | 16 MiB |
 /// | `incompleteTimeoutMs` | `CONDUIT_INCOMPLETE_TIMEOUT_MS` | unreliable reassembly timeout | 3000 |
-/// | `connectTimeoutMs` | `CONDUIT_CONNECT_TIMEOUT_MS` | connect and handshake limit | 10000 |
+/// | `connectTimeoutMs` | `CONDUIT_CONNECT_TIMEOUT_MS` | connect and handshake limit (a URL's `connect-timeout-ms` overrides it) | 10000 |
 /// | `dataSessionsSupported` | `CONDUIT_DATA_SESSIONS_SUPPORTED` | advertise data-session support | true |
 public struct ConduitConfiguration: Sendable, Hashable {
     public var transport: String = "loopback://conduit"
@@ -85,7 +90,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
         }
     }
 
-    /// Checks relations between keys.
+    /// Checks relations between keys, and that `transport` parses.
     public func validate() throws(ConduitError) {
         guard queueDelayOff <= queueDelayOn else {
             throw ConduitError(.invalidConfiguration, "queueDelayOffMs must not exceed queueDelayOnMs")
@@ -93,51 +98,124 @@ public struct ConduitConfiguration: Sendable, Hashable {
         _ = try TransportURL(parsing: transport)
     }
 
-    /// Applies every `CONDUIT_*` variable of `environment` that names a key. Unknown `CONDUIT_`
-    /// variables are an error, so a typo does not pass silently. All or nothing: on an error the
-    /// configuration is unchanged.
-    public mutating func apply(environment: [String: String]) throws(ConduitError) {
-        let byName = Dictionary(uniqueKeysWithValues: Self.keys.map { (Self.environmentName(for: $0), $0) })
-        var updated = self
-        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("CONDUIT_") {
-            guard let key = byName[name] else {
-                throw ConduitError(.invalidConfiguration, "unknown environment variable \(name) (known: \(byName.keys.sorted().joined(separator: ", ")))")
-            }
-            try updated.set(key, to: value)
+    /// ``validate()``, and that `registry` has a transport for the scheme of `transport`, so a
+    /// configuration naming a transport this build lacks fails when it loads, not at connect.
+    public func validate(registry: TransportRegistry) throws(ConduitError) {
+        try validate()
+        do { _ = try registry.resolve(transport) } catch {
+            throw ConduitError(.invalidConfiguration, "transport \(transport): \(error.message)")
         }
-        try updated.validate()
-        self = updated
     }
 
-    /// Applies a JSON object whose keys are configuration keys (numbers, booleans or strings).
+    /// Applies every `CONDUIT_*` variable of `environment` that names a key, read through
+    /// swift-configuration's `EnvironmentVariablesProvider`. Unknown `CONDUIT_` variables are an
+    /// error, so a typo does not pass silently, except those a `*-env` option of the transport URL
+    /// names (`udp://…?srtp-key-env=CONDUIT_KEY`: the key's variable belongs to the transport).
     /// All or nothing: on an error the configuration is unchanged.
+    public mutating func apply(environment: [String: String]) throws(ConduitError) {
+        try apply([ConfigurationSource(environment: environment)])
+    }
+
+    /// Applies a JSON object whose keys are configuration keys (numbers, booleans or strings),
+    /// read through swift-configuration's `JSONSnapshot`. All or nothing: on an error the
+    /// configuration is unchanged.
     public mutating func apply(json: [UInt8]) throws(ConduitError) {
-        let object: [String: JSONScalar]
-        do { object = try JSONDecoder().decode([String: JSONScalar].self, from: Data(json)) } catch {
-            throw ConduitError(.invalidConfiguration, "configuration must be a JSON object of strings, numbers and booleans (\(error))")
-        }
-        var updated = self
-        for (key, value) in object.sorted(by: { $0.key < $1.key }) { try updated.set(key, to: value.text) }
-        try updated.validate()
-        self = updated
+        try apply([ConfigurationSource(json: json, name: "JSON")])
+    }
+
+    /// Applies command-line options, one per key in dash case (`--rate-limit unlimited`,
+    /// `--connect-timeout-ms=2000`, `--data-sessions-supported false`), read through
+    /// swift-configuration's `CommandLineArgumentsProvider`. Any other `--option` is an error
+    /// naming it. `arguments` holds the options only (no program name). All or nothing.
+    public mutating func apply(arguments: [String]) throws(ConduitError) {
+        try apply([ConfigurationSource(arguments: arguments)])
     }
 
     /// Loads a JSON configuration file over the defaults.
     public static func load(jsonFile path: String) throws(ConduitError) -> ConduitConfiguration {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConduitError(.invalidConfiguration, "cannot read configuration file \(path)")
-        }
         var configuration = ConduitConfiguration()
-        try configuration.apply(json: Array(data))
+        try configuration.apply([ConfigurationSource(jsonFile: path)])
         return configuration
     }
 
-    /// Defaults, then the file if given, then the environment (the process's when nil).
-    public static func resolved(jsonFile: String? = nil, environment: [String: String]? = nil) throws(ConduitError) -> ConduitConfiguration {
-        let environment = environment ?? ProcessInfo.processInfo.environment
-        var configuration = try jsonFile.map { (path: String) throws(ConduitError) in try load(jsonFile: path) } ?? ConduitConfiguration()
-        try configuration.apply(environment: environment)
+    /// Defaults, then the file if given, then the environment (the process's when nil), then the
+    /// command-line options (``apply(arguments:)``): one `ConfigReader` over the three providers,
+    /// the later source winning. All or nothing: every source is checked before any applies.
+    ///
+    /// - Parameters:
+    ///   - transports: transport URLs the host will use besides `transport` (a command line's URL
+    ///     argument). Environment variables their `*-env` options name are theirs, not unknown
+    ///     configuration (`udp://…?srtp-key-env=CONDUIT_KEY` with `CONDUIT_KEY` set).
+    ///   - registry: when given, the scheme of `transport` and of every URL in `transports` must
+    ///     have a transport in it (``validate(registry:)``), so a typo fails here, not at connect.
+    public static func resolved(
+        jsonFile: String? = nil,
+        environment: [String: String]? = nil,
+        arguments: [String] = [],
+        transports: [String] = [],
+        registry: TransportRegistry? = nil
+    ) throws(ConduitError) -> ConduitConfiguration {
+        var sources: [ConfigurationSource] = []
+        if !arguments.isEmpty { sources.append(try ConfigurationSource(arguments: arguments)) }
+        sources.append(ConfigurationSource(environment: environment ?? ProcessInfo.processInfo.environment))
+        if let jsonFile { sources.append(try ConfigurationSource(jsonFile: jsonFile)) }
+        var configuration = ConduitConfiguration()
+        try configuration.apply(sources, transports: transports)
+        if let registry {
+            try configuration.validate(registry: registry)
+            for url in transports {
+                do { _ = try registry.resolve(url) } catch {
+                    throw ConduitError(.invalidConfiguration, "\(url): \(error.message)")
+                }
+            }
+        }
         return configuration
+    }
+
+    /// Reads every key the sources hold through one `ConfigReader` (the first source wins),
+    /// checks each value with ``set(_:to:)`` and the whole with ``validate()``, then applies it.
+    private mutating func apply(_ sources: [ConfigurationSource], transports: [String] = []) throws(ConduitError) {
+        let reader = ConfigReader(providers: sources.map(\.provider))
+        var updated = self
+        for key in Self.keys where sources.contains(where: { $0.keys.contains(key) }) {
+            try updated.set(key, to: try Self.text(of: key, in: reader))
+        }
+        // Variables that the transport URL's `*-env` options name are the transport's own.
+        let exempt = Set(([updated.transport] + transports).flatMap(TransportURLEnvironment.variables(namedBy:)))
+        for source in sources {
+            if let unknown = source.unknownVariables.first(where: { !exempt.contains($0) }) {
+                let known = Self.keys.map(Self.environmentName(for:)).sorted().joined(separator: ", ")
+                throw ConduitError(.invalidConfiguration, "unknown environment variable \(unknown) (known: \(known))")
+            }
+        }
+        try updated.validate()
+        self = updated
+    }
+
+    /// One key's value as the text ``set(_:to:)`` parses: a string from any source, else (a JSON
+    /// number or boolean, a bare command-line flag) the key's own type.
+    private static func text(of key: String, in reader: ConfigReader) throws(ConduitError) -> String {
+        let configKey = ConfigKey(key)
+        if let text = try? reader.requiredString(forKey: configKey) { return text }
+        do {
+            switch key {
+            case "dataSessionsSupported": return String(try reader.requiredBool(forKey: configKey))
+            case "transport": return try reader.requiredString(forKey: configKey)
+            default: return String(try reader.requiredInt(forKey: configKey))
+            }
+        } catch {
+            throw ConduitError(.invalidConfiguration, "\(key): \(error)")
+        }
+    }
+
+    /// `rateLimit` → `--rate-limit`, the command-line option's name.
+    public static func optionName(for key: String) -> String {
+        var name = "--"
+        for character in key {
+            if character.isUppercase { name += "-" }
+            name += character.lowercased()
+        }
+        return name
     }
 
     func callConfiguration(fragmentSize: Int) -> CallConfiguration {
@@ -154,18 +232,3 @@ public struct ConduitConfiguration: Sendable, Hashable {
     }
 }
 
-/// A JSON value that configuration keys accept, kept as the text `set(_:to:)` parses.
-private struct JSONScalar: Decodable {
-    let text: String
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let flag = try? container.decode(Bool.self) {
-            text = flag ? "true" : "false"
-        } else if let number = try? container.decode(Int.self) {
-            text = String(number)
-        } else {
-            text = try container.decode(String.self)
-        }
-    }
-}

@@ -46,20 +46,42 @@ public struct ConduitRuntime: Sendable {
     }
 
     /// Connects to the peer listening at `url` (default: `configuration.transport`) and returns the
-    /// call once both sides have greeted each other, or throws within `connectTimeout`.
+    /// call once both sides have greeted each other, or throws `timedOut`.
+    ///
+    /// One limit bounds the connect and the greeting: the configuration's `connectTimeout`
+    /// (`connectTimeoutMs`, 10 s by default), unless the URL has a `connect-timeout-ms` option,
+    /// which overrides it for this call (`udp://` and `sctp+udp://` take that option).
     public func connect(to url: String? = nil, as peer: PeerID) async throws(ConduitError) -> Call {
         try configuration.validate()
         let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
+        return try await connect(transport, resolved, as: peer)
+    }
+
+    /// Connects to the peer listening at `url`, such as the ``CallListener/url`` a listener
+    /// reports (`listener.url`), without going through its text. Otherwise as the `String` form.
+    public func connect(to url: TransportURL, as peer: PeerID) async throws(ConduitError) -> Call {
+        try configuration.validate()
+        let (transport, resolved) = try registry.resolve(url)
+        return try await connect(transport, resolved, as: peer)
+    }
+
+    /// How long after the connect limit the runtime itself gives up on a transport's `connect`.
+    static let connectBackstop: Duration = .milliseconds(500)
+
+    private func connect(_ transport: any Transport, _ resolved: TransportURL, as peer: PeerID) async throws(ConduitError) -> Call {
         let reliability = try ReliableLink.Configuration(url: resolved)
-        let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to \(resolved)") { () throws(ConduitError) in
-            try await transport.connect(to: resolved.withoutReliableLinkOptions)
+        let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
+        // The transport is given the limit (its own error says what went unanswered); this bound,
+        // a moment later, is the backstop for transports that take no limit.
+        let raw = try await withTimeout(timeout + Self.connectBackstop, what: "connecting to \(resolved)") { () throws(ConduitError) in
+            try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
         }
         // A link that loses or reorders datagrams gets the core's reliability engine under the call.
         let link = await ReliableTransportLink.wrapIfNeeded(
             raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
         )
         let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme)
-        return try await engine.establish(timeout: configuration.connectTimeout)
+        return try await engine.establish(timeout: timeout)
     }
 
     /// Listens at `url` (default: `configuration.transport`) for calls answered as `peer`.

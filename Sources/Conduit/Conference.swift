@@ -36,19 +36,27 @@ public final class Conference: Sendable {
         case channelsReady([ChannelInfo])
         /// This side left, was refused, was let go as a slow receiver, or the link closed.
         case disconnected(RelayDisconnectReason, String)
+        /// `count` events were lost here because ``Conference/events`` was not read while 1,024
+        /// others waited; delivered in their place once the reader caught up.
+        /// ``Conference/droppedEventCount`` has the total. (`.disconnected` is never dropped.)
+        case eventsDropped(count: Int)
     }
 
     let engine: ConferenceEngine
     public let room: RoomID
     public let localPeer: PeerID
-    /// Bounded: if never read, the oldest are dropped.
+    /// Bounded (1,024 unread) but never silently: events that find it full are counted and
+    /// reported by one ``Event/eventsDropped(count:)`` where they were lost.
     public let events: AsyncStream<Event>
+
+    /// Events lost because ``events`` was not read (see ``Event/eventsDropped(count:)``), in total.
+    public var droppedEventCount: Int { engine.eventSink.droppedCount }
 
     init(engine: ConferenceEngine, room: RoomID, localPeer: PeerID) {
         self.engine = engine
         self.room = room
         self.localPeer = localPeer
-        self.events = engine.events
+        self.events = engine.eventSink.stream
     }
 
     /// The other peers in the room now.
@@ -158,10 +166,18 @@ extension ConduitRuntime {
     /// (`tokenExpired`, `wrongRoom`, ...) if it did not, or `timedOut`.
     public func join(relay url: String, room: RoomID, as peer: PeerID, token: String, channels: [ChannelDeclaration] = []) async throws(ConduitError) -> Conference {
         try configuration.validate()
+        if !Zlib.isAvailable, let compressed = channels.first(where: \.compress) {
+            throw ConduitError(
+                .invalidConfiguration,
+                "channel \(compressed.label) is declared with compress, but this build of Conduit has no zlib: enable the package trait Zlib"
+            )
+        }
         let (transport, resolved) = try registry.resolve(url)
         let reliability = try ReliableLink.Configuration(url: resolved)
-        let raw = try await withTimeout(configuration.connectTimeout, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
-            try await transport.connect(to: resolved.withoutReliableLinkOptions)
+        // One limit, as for calls: the URL's connect-timeout-ms, else the configuration's.
+        let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
+        let raw = try await withTimeout(timeout + ConduitRuntime.connectBackstop, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
+            try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
         }
         let link = await ReliableTransportLink.wrapIfNeeded(
             raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
@@ -169,7 +185,7 @@ extension ConduitRuntime {
         let engine = ConferenceEngine(
             room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme
         )
-        _ = try await engine.establish(timeout: configuration.connectTimeout)
+        _ = try await engine.establish(timeout: timeout)
         return Conference(engine: engine, room: room, localPeer: peer)
     }
 }

@@ -31,8 +31,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
     let invitationChannel = InvitationEventChannel()
     var invitationState = ConferenceInvitationState()
 
-    let events: AsyncStream<Conference.Event>
-    private let eventSink: AsyncStream<Conference.Event>.Continuation
+    let eventSink = EventQueue<Conference.Event>(capacity: 1_024, makeDropped: { .eventsDropped(count: $0) })
     private var connectWaiter: CheckedContinuation<Void, any Error>?
     private var closedWaiters: [CheckedContinuation<Void, Never>] = []
     private var linkIsClosed = false
@@ -70,7 +69,6 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
         let session = configuration.callConfiguration(fragmentSize: link.capabilities.fragmentSize - RelayEnvelope.size)
         self.machine = ConferenceMachine(room: room, localPeer: peer, token: Array(token.utf8), configuration: .init(session: session, channels: channels), now: .zero)
         (channelMessages, channelSink) = AsyncStream.makeStream(of: Conference.ChannelMessage.self, bufferingPolicy: .bufferingOldest(8_192))
-        (events, eventSink) = AsyncStream.makeStream(of: Conference.Event.self, bufferingPolicy: .bufferingNewest(1024))
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -241,7 +239,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
                 )
                 endReason = (reason, text)
                 failConnect(ConduitError(.connectionFailed, "join failed: \(text)"))
-                eventSink.yield(.disconnected(reason, text))
+                eventSink.yield(.disconnected(reason, text), essential: true)
                 eventSink.finish()
                 for waiters in sendWaiters.values { for waiter in waiters { waiter.resume() } }
                 sendWaiters.removeAll()

@@ -1,9 +1,17 @@
+#if Zlib
 import CZlib
+#endif
 
 /// zlib format (RFC 1950) compression for labeled channels declared with `compress`, as Sora
 /// does. Decompression is bounded: a message that would inflate past `limit` is refused (counted
 /// by the caller), so a small frame cannot make the receiver allocate without bound.
+///
+/// Without the package trait `Zlib` there is no zlib: joining with a channel declared with
+/// `compress` is refused, and a compressed message that arrives anyway is refused and counted.
 enum Zlib {
+    #if Zlib
+    static let isAvailable = true
+
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
         var length = compressBound(uLong(bytes.count))
         var out = [UInt8](repeating: 0, count: Int(length))
@@ -30,4 +38,13 @@ enum Zlib {
         out.removeSubrange(Int(length)...)
         return out
     }
+    #else
+    static let isAvailable = false
+
+    static func compress(_ bytes: [UInt8]) -> [UInt8] {
+        preconditionFailure("unreachable: join refuses channels declared with compress when zlib is left out")
+    }
+
+    static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? { nil }
+    #endif
 }

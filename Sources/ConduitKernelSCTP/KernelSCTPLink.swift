@@ -1,3 +1,4 @@
+#if KernelSCTP
 public import ConduitCore
 
 #if canImport(Glibc)
@@ -93,3 +94,4 @@ public final class KernelSCTPListener: TransportListener {
         socket.shutdownNow()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if KernelSCTP
 import CLibSCTP
 import ConduitCore
 import NIOPosix
@@ -296,3 +297,4 @@ final class KernelSCTPSocket: Sendable {
         String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if KernelSCTP
 public import ConduitCore
 public import Logging
 
@@ -100,3 +101,4 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 }
+#endif

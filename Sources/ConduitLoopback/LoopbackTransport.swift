@@ -32,7 +32,8 @@ public struct LoopbackTransport: Transport {
             guard url.port == nil, url.path.isEmpty else {
                 throw ConduitError(.invalidAddress, "a loopback address is loopback://NAME, got \(url)")
             }
-            let known: Set<String> = Set(["mtu", "window"]).union(ImpairmentConfiguration.optionNames)
+            // The reliability engine's options too: an impaired loopback link runs under it.
+            let known: Set<String> = Set(["mtu", "window"]).union(ImpairmentConfiguration.optionNames).union(ReliableLink.Configuration.urlOptionKeys)
             if let unknown = url.query.keys.sorted().first(where: { !known.contains($0) }) {
                 throw ConduitError(.invalidConfiguration, "unknown loopback option '\(unknown)' (known: \(known.sorted().joined(separator: ", ")))")
             }

@@ -12,9 +12,9 @@ extension ReliableLink.Configuration {
     /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
     ///
     /// The datagram size comes from the transport's own `mtu`.
-    /// The query keys read here; they are taken out of the URL before the transport sees it.
-    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every"]
-
+    /// The query keys read here are ``ReliableLink/Configuration/urlOptionKeys`` (declared in the
+    /// core, so transports list them among the options they accept); they are taken out of the URL
+    /// before the transport sees it.
     public init(url: TransportURL) throws(ConduitError) {
         self.init()
         let keepalive = try url.intOption("keepalive-ms", default: 5_000, in: 0...3_600_000)

@@ -1,3 +1,4 @@
+#if SRTP
 /// Standard base64 (RFC 4648 section 4, with padding), written out to keep the target free of
 /// Foundation.
 enum Base64 {
@@ -62,3 +63,4 @@ enum Base64 {
         return out
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SRTP
 public import ConduitCore
 
 #if canImport(Darwin)
@@ -113,3 +114,4 @@ extension Substring {
         return trimmed
     }
 }
+#endif

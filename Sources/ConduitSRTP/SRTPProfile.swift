@@ -1,3 +1,4 @@
+#if SRTP
 /// An SRTP protection profile: the cipher and authentication of both SRTP and SRTCP.
 public enum SRTPProfile: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// AES-128 in counter mode, HMAC-SHA1 truncated to 80 bits (RFC 3711; the default).
@@ -32,3 +33,4 @@ public enum SRTPProfile: String, Hashable, Sendable, CaseIterable, CustomStringC
     /// Octets of key followed by salt, as SDES carries them (RFC 4568 section 6.1).
     public var keyMaterialLength: Int { masterKeyLength + masterSaltLength }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SRTP
 public import ConduitCore
 import CSRTP
 
@@ -236,3 +237,4 @@ public final class SRTPSession {
         }
     }
 }
+#endif

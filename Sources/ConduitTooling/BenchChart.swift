@@ -8,7 +8,7 @@
 ///   |  ▇   ▇   ▇         ▇   ▇   ▇
 ///   +--1 KiB-------------16 KiB-------  one group per size, one colour per series
 /// ```
-public enum BenchChart {
+package enum BenchChart {
     /// One bar series: a label and its (median, min, max) per size.
     struct Series {
         var label: String
@@ -17,7 +17,7 @@ public enum BenchChart {
 
     static let palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"]
 
-    public static func svg(_ report: BenchJob.Report) -> String {
+    package static func svg(_ report: BenchJob.Report) -> String {
         var series: [Series] = []
         for cell in report.cells {
             let label = "\(cell.transport) \(cell.type)"

@@ -1,4 +1,4 @@
-public import Conduit
+package import Conduit
 
 #if canImport(Glibc)
 import Glibc
@@ -7,12 +7,12 @@ import Darwin
 #endif
 
 /// A figure measured over several runs: the median and the spread.
-public struct BenchSpread: Sendable, Codable, Hashable {
-    public var median: Double
-    public var min: Double
-    public var max: Double
+package struct BenchSpread: Sendable, Codable, Hashable {
+    package var median: Double
+    package var min: Double
+    package var max: Double
 
-    public init(median: Double, min: Double, max: Double) {
+    package init(median: Double, min: Double, max: Double) {
         self.median = median
         self.min = min
         self.max = max
@@ -20,7 +20,7 @@ public struct BenchSpread: Sendable, Codable, Hashable {
 
     /// The median (the mean of the middle two for an even count) and min–max of `values`; `nil`
     /// when there are none.
-    public init?(_ values: [Double]) {
+    package init?(_ values: [Double]) {
         guard !values.isEmpty else { return nil }
         let sorted = values.sorted()
         let middle = sorted.count / 2
@@ -33,35 +33,35 @@ public struct BenchSpread: Sendable, Codable, Hashable {
 /// What `conduit bench` does: a matrix transport × session type × message size, each cell run
 /// `runs` times in process (a ``ListenJob`` and a ``SendJob`` on one runtime, rate cap off,
 /// every payload verified), reported as median and spread.
-public struct BenchJob: Sendable {
+package struct BenchJob: Sendable {
     /// One cell of the matrix.
-    public struct Cell: Sendable, Hashable {
-        public var transport: String
-        public var type: SessionType
-        public var size: Int
+    package struct Cell: Sendable, Hashable {
+        package var transport: String
+        package var type: SessionType
+        package var size: Int
 
-        public init(transport: String, type: SessionType, size: Int) {
+        package init(transport: String, type: SessionType, size: Int) {
             self.transport = transport
             self.type = type
             self.size = size
         }
     }
 
-    public struct Options: Sendable, Hashable {
-        public var transports: [String]
-        public var types: [SessionType]
-        public var sizes: [Int]
-        public var runs: Int
+    package struct Options: Sendable, Hashable {
+        package var transports: [String]
+        package var types: [SessionType]
+        package var sizes: [Int]
+        package var runs: Int
         /// Each run sends `max(50, countBytes / size)` messages.
-        public var countBytes: Int
+        package var countBytes: Int
         /// Bounds each run (listen and send).
-        public var timeout: Duration
+        package var timeout: Duration
         /// `--reference`: tsctp and the UDP blast measured in the same run (nil: not run).
-        public var reference: BenchReferenceOptions? = nil
+        package var reference: BenchReferenceOptions? = nil
         /// One-way latency per cell at a fixed moderate rate, after its throughput runs.
-        public var latency = BenchLatency.Options()
+        package var latency = BenchLatency.Options()
 
-        public init(
+        package init(
             transports: [String] = ["udp://127.0.0.1:0"],
             types: [SessionType] = [.reliableMessage],
             sizes: [Int] = [1_024, 16_384, 65_536],
@@ -78,17 +78,17 @@ public struct BenchJob: Sendable {
         }
 
         /// The cells in order: transports outermost, then types, then sizes.
-        public var cells: [Cell] {
+        package var cells: [Cell] {
             transports.flatMap { transport in
                 types.flatMap { type in sizes.map { Cell(transport: transport, type: type, size: $0) } }
             }
         }
 
         /// Messages per run for a message size.
-        public func count(for size: Int) -> Int { Swift.max(50, countBytes / Swift.max(1, size)) }
+        package func count(for size: Int) -> Int { Swift.max(50, countBytes / Swift.max(1, size)) }
 
         /// Refuses runs < 1, an empty matrix, sizes outside 1...the type's limit, bad URLs.
-        public func validate() throws(ConduitError) {
+        package func validate() throws(ConduitError) {
             guard runs >= 1 else { throw ConduitError(.invalidConfiguration, "runs must be at least 1 (got \(runs))") }
             guard countBytes >= 1 else { throw ConduitError(.invalidConfiguration, "count-bytes must be positive (got \(countBytes))") }
             guard !transports.isEmpty, !types.isEmpty, !sizes.isEmpty else {
@@ -108,30 +108,30 @@ public struct BenchJob: Sendable {
     }
 
     /// One run's figures.
-    public struct Run: Sendable, Hashable {
-        public var messages: Int
-        public var bytes: Int
-        public var elapsedSeconds: Double
-        public var cpuSeconds: Double
-        public var megabytesPerSecond: Double { elapsedSeconds > 0 ? Double(bytes) / elapsedSeconds / 1e6 : 0 }
-        public var messagesPerSecond: Double { elapsedSeconds > 0 ? Double(messages) / elapsedSeconds : 0 }
+    package struct Run: Sendable, Hashable {
+        package var messages: Int
+        package var bytes: Int
+        package var elapsedSeconds: Double
+        package var cpuSeconds: Double
+        package var megabytesPerSecond: Double { elapsedSeconds > 0 ? Double(bytes) / elapsedSeconds / 1e6 : 0 }
+        package var messagesPerSecond: Double { elapsedSeconds > 0 ? Double(messages) / elapsedSeconds : 0 }
     }
 
-    public var runtime: ConduitRuntime
-    public var options: Options
+    package var runtime: ConduitRuntime
+    package var options: Options
 
-    public init(runtime: ConduitRuntime, options: Options) {
+    package init(runtime: ConduitRuntime, options: Options) {
         self.runtime = runtime
         self.options = options
     }
 
     /// Progress of one finished run: its number among all runs, the total, the cell, the run
     /// within the cell, and its figures.
-    public typealias Progress = @Sendable (_ index: Int, _ total: Int, _ cell: Cell, _ run: Int, _ figures: Run) -> Void
+    package typealias Progress = @Sendable (_ index: Int, _ total: Int, _ cell: Cell, _ run: Int, _ figures: Run) -> Void
 
     /// Runs every cell and returns their reports. Throws on bad options, or when a run cannot
     /// listen, connect, or does not deliver every message intact.
-    public func run(progress: Progress = { _, _, _, _, _ in }) async throws(ConduitError) -> [BenchCellReport] {
+    package func run(progress: Progress = { _, _, _, _, _ in }) async throws(ConduitError) -> [BenchCellReport] {
         try options.validate()
         let cells = options.cells
         let total = cells.count * options.runs
@@ -157,7 +157,7 @@ public struct BenchJob: Sendable {
     }
 
     /// One run of one cell.
-    public func runOnce(_ cell: Cell) async throws(ConduitError) -> Run {
+    package func runOnce(_ cell: Cell) async throws(ConduitError) -> Run {
         let count = options.count(for: cell.size)
         let listen = ListenJob(runtime: runtime, url: cell.transport, options: .init(expect: count, timeout: options.timeout, peer: "bench-listener"))
         let (urls, bound) = AsyncStream.makeStream(of: String.self)
@@ -203,30 +203,30 @@ public struct BenchJob: Sendable {
 }
 
 /// One cell of `conduit bench`'s report (`--json`: an element of `cells`).
-public struct BenchCellReport: Sendable, Codable, Hashable {
-    public var transport: String
-    public var type: String
-    public var size: Int
-    public var runs: Int
+package struct BenchCellReport: Sendable, Codable, Hashable {
+    package var transport: String
+    package var type: String
+    package var size: Int
+    package var runs: Int
     /// Messages per run.
-    public var count: Int
-    public var megabytesPerSecond: BenchSpread
-    public var messagesPerSecond: BenchSpread
+    package var count: Int
+    package var megabytesPerSecond: BenchSpread
+    package var messagesPerSecond: BenchSpread
     /// User + system CPU time of the whole process during a run.
-    public var cpuSeconds: BenchSpread
+    package var cpuSeconds: BenchSpread
     /// The process's peak resident memory after the cell's last run.
-    public var peakResidentBytes: Int
+    package var peakResidentBytes: Int
     /// One-way latency, send to delivery, at ``BenchLatency/Options/rate`` messages/s: median and
     /// 99th percentile in microseconds over ``latencySamples`` delivered messages.
-    public var latencyP50Micros: Double?
-    public var latencyP99Micros: Double?
-    public var latencySamples: Int?
+    package var latencyP50Micros: Double?
+    package var latencyP99Micros: Double?
+    package var latencySamples: Int?
     /// The median MB/s over usrsctp tsctp's at the same size (`--reference`).
-    public var ratioToTsctp: Double?
+    package var ratioToTsctp: Double?
     /// The median MB/s over the plain UDP blast's (`--reference`).
-    public var ratioToBlast: Double?
+    package var ratioToBlast: Double?
 
-    public init(cell: BenchJob.Cell, runs: [BenchJob.Run], peakResidentBytes: Int) {
+    package init(cell: BenchJob.Cell, runs: [BenchJob.Run], peakResidentBytes: Int) {
         transport = cell.transport
         type = cell.type.name
         size = cell.size
@@ -240,9 +240,9 @@ public struct BenchCellReport: Sendable, Codable, Hashable {
 }
 
 /// The process's CPU time and peak resident memory (`getrusage(RUSAGE_SELF)`).
-public struct ResourceUsage: Sendable, Hashable {
-    public var cpuSeconds: Double
-    public var peakResidentBytes: Int
+package struct ResourceUsage: Sendable, Hashable {
+    package var cpuSeconds: Double
+    package var peakResidentBytes: Int
 
     #if canImport(Glibc)
     private static let rusageSelf = __rusage_who_t(RUSAGE_SELF.rawValue)
@@ -250,7 +250,7 @@ public struct ResourceUsage: Sendable, Hashable {
     private static let rusageSelf = RUSAGE_SELF
     #endif
 
-    public static func now() -> ResourceUsage {
+    package static func now() -> ResourceUsage {
         var usage = rusage()
         guard getrusage(rusageSelf, &usage) == 0 else { return ResourceUsage(cpuSeconds: 0, peakResidentBytes: 0) }
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) * 1e-6 }
@@ -265,23 +265,23 @@ public struct ResourceUsage: Sendable, Hashable {
 
 extension BenchJob {
     /// The Conduit cells and, with ``Options/reference``, the references and each cell's ratios.
-    public struct Report: Sendable, Codable, Hashable {
-        public var cells: [BenchCellReport]
-        public var references: [BenchReferenceReport]
+    package struct Report: Sendable, Codable, Hashable {
+        package var cells: [BenchCellReport]
+        package var references: [BenchReferenceReport]
 
-        public init(cells: [BenchCellReport], references: [BenchReferenceReport] = []) {
+        package init(cells: [BenchCellReport], references: [BenchReferenceReport] = []) {
             self.cells = cells
             self.references = references
         }
     }
 
     /// Progress of one reference run: its name, size, run number, runs, and MB/s.
-    public typealias ReferenceProgress = @Sendable (_ name: String, _ size: Int, _ run: Int, _ runs: Int, _ megabytesPerSecond: Double) -> Void
+    package typealias ReferenceProgress = @Sendable (_ name: String, _ size: Int, _ run: Int, _ runs: Int, _ megabytesPerSecond: Double) -> Void
 
     /// Runs the matrix (as ``run(progress:)``), then, with ``Options/reference``, `runs` runs of
     /// tsctp at every size and of the UDP blast, and sets each cell's ``BenchCellReport/ratioToTsctp``
     /// (median MB/s over tsctp's median at the same size) and ``BenchCellReport/ratioToBlast``.
-    public func runReport(
+    package func runReport(
         progress: Progress = { _, _, _, _, _ in },
         referenceProgress: ReferenceProgress = { _, _, _, _, _ in }
     ) async throws(ConduitError) -> Report {

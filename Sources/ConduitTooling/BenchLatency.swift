@@ -1,4 +1,4 @@
-public import Conduit
+package import Conduit
 import Synchronization
 
 /// One-way latency of one bench cell at a fixed, moderate rate (not flat out, where latency is
@@ -7,27 +7,27 @@ import Synchronization
 /// the process's continuous clock since the run began) as its message timestamp. The receiver
 /// reads the same clock when the whole message is delivered to it, so each sample is the true
 /// send-to-delivery time through the API, transport and back, with no clock offset to estimate.
-public struct BenchLatency: Sendable {
-    public struct Options: Sendable, Hashable {
+package struct BenchLatency: Sendable {
+    package struct Options: Sendable, Hashable {
         /// Messages per cell; 0 turns the measurement off.
-        public var messages: Int
+        package var messages: Int
         /// Messages per second.
-        public var rate: Int
+        package var rate: Int
 
-        public init(messages: Int = 200, rate: Int = 200) {
+        package init(messages: Int = 200, rate: Int = 200) {
             self.messages = messages
             self.rate = rate
         }
     }
 
     /// Percentiles of the delivered messages, in microseconds (nearest rank).
-    public struct Figures: Sendable, Hashable {
-        public var samples: Int
-        public var p50Micros: Double
-        public var p99Micros: Double
+    package struct Figures: Sendable, Hashable {
+        package var samples: Int
+        package var p50Micros: Double
+        package var p99Micros: Double
 
         /// Nil when there are no samples.
-        public init?(microseconds values: [Double]) {
+        package init?(microseconds values: [Double]) {
             guard !values.isEmpty else { return nil }
             let sorted = values.sorted()
             func rank(_ p: Double) -> Double { sorted[max(0, min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1))] }
@@ -37,17 +37,17 @@ public struct BenchLatency: Sendable {
         }
     }
 
-    public var runtime: ConduitRuntime
-    public var options: Options
+    package var runtime: ConduitRuntime
+    package var options: Options
 
-    public init(runtime: ConduitRuntime, options: Options) {
+    package init(runtime: ConduitRuntime, options: Options) {
         self.runtime = runtime
         self.options = options
     }
 
     /// Measures one cell. Reliable types must deliver every message; unreliable ones may lose some
     /// (the figures cover what arrived).
-    public func run(transport: String, type: SessionType, size: Int, timeout: Duration) async throws(ConduitError) -> Figures? {
+    package func run(transport: String, type: SessionType, size: Int, timeout: Duration) async throws(ConduitError) -> Figures? {
         guard options.messages > 0 else { return nil }
         guard options.rate > 0 else { throw ConduitError(.invalidConfiguration, "latency rate must be positive (got \(options.rate))") }
         let count = options.messages

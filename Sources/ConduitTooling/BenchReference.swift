@@ -1,4 +1,4 @@
-public import Conduit
+package import Conduit
 
 #if canImport(Glibc)
 import Glibc
@@ -8,19 +8,20 @@ import Darwin
 
 /// What `conduit bench --reference` measures beside Conduit, in the same run: usrsctp's own
 /// `tsctp` (Debian's libusrsctp-examples) with its debug output kept off by preloading
-/// `libConduitTsctpQuiet.so`, at each message size, and a plain UDP blast of 1,200-byte datagrams
+/// a small library built on first use (``BenchReferenceRun/quietLibrary(at:)``), at each message size, and a plain UDP blast of 1,200-byte datagrams
 /// (`conduit-udp-blast`, sendmmsg/recvmmsg). Each is a pair of child processes on 127.0.0.1 with
 /// free ephemeral ports, bounded in time and killed (SIGKILL) at the end of every run.
-public struct BenchReferenceOptions: Sendable, Hashable {
-    public var tsctpPath: String
-    public var quietLibraryPath: String
-    public var blastPath: String
+package struct BenchReferenceOptions: Sendable, Hashable {
+    package var tsctpPath: String
+    /// Where the library that keeps tsctp quiet is built (with the system's `cc`) if it is not there yet.
+    package var quietLibraryPath: String
+    package var blastPath: String
     /// How long each reference sends.
-    public var seconds: Double
+    package var seconds: Double
 
-    public init(
+    package init(
         tsctpPath: String = "/usr/lib/usrsctp/tsctp",
-        quietLibraryPath: String = BenchReferenceOptions.besideExecutable("libConduitTsctpQuiet.so"),
+        quietLibraryPath: String = BenchReferenceOptions.besideExecutable("libconduit-tsctp-quiet.so"),
         blastPath: String = BenchReferenceOptions.besideExecutable("conduit-udp-blast"),
         seconds: Double = 3
     ) {
@@ -32,7 +33,7 @@ public struct BenchReferenceOptions: Sendable, Hashable {
 
     /// `name` in the directory of the running executable: SwiftPM builds the library and the
     /// blast beside `conduit` (and beside the test bundle).
-    public static func besideExecutable(_ name: String) -> String {
+    package static func besideExecutable(_ name: String) -> String {
         var buffer = [CChar](repeating: 0, count: 4_096)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return name }
@@ -42,7 +43,7 @@ public struct BenchReferenceOptions: Sendable, Hashable {
     }
 
     /// Refuses missing programs and silly durations before anything runs.
-    public func validate() throws(ConduitError) {
+    package func validate() throws(ConduitError) {
         guard seconds >= 0.5, seconds <= 60 else {
             throw ConduitError(.invalidConfiguration, "reference seconds must be 0.5...60 (got \(seconds))")
         }
@@ -51,23 +52,20 @@ public struct BenchReferenceOptions: Sendable, Hashable {
         where access(path, X_OK) != 0 {
             throw ConduitError(.invalidConfiguration, "\(path) is not an executable: --reference needs \(what)")
         }
-        guard access(quietLibraryPath, R_OK) == 0 else {
-            throw ConduitError(.invalidConfiguration, "\(quietLibraryPath) is missing: --reference needs libConduitTsctpQuiet.so (swift build builds it beside conduit)")
-        }
     }
 }
 
 /// One reference row of the report (`--json`: an element of `references`).
-public struct BenchReferenceReport: Sendable, Codable, Hashable {
+package struct BenchReferenceReport: Sendable, Codable, Hashable {
     /// `tsctp` or `udp-blast`.
-    public var name: String
+    package var name: String
     /// Message size (tsctp) or datagram size (the blast).
-    public var size: Int
-    public var runs: Int
+    package var size: Int
+    package var runs: Int
     /// What the receiving side measured.
-    public var megabytesPerSecond: BenchSpread
+    package var megabytesPerSecond: BenchSpread
 
-    public init(name: String, size: Int, megabytesPerSecond: [Double]) {
+    package init(name: String, size: Int, megabytesPerSecond: [Double]) {
         self.name = name
         self.size = size
         runs = megabytesPerSecond.count
@@ -76,16 +74,16 @@ public struct BenchReferenceReport: Sendable, Codable, Hashable {
 }
 
 /// Single runs of the references.
-public enum BenchReferenceRun {
-    public static let blastDatagramSize = 1_200
+package enum BenchReferenceRun {
+    package static let blastDatagramSize = 1_200
 
     /// One tsctp run: a server (`-E port -L 127.0.0.1`), then, once its UDP encapsulation port is
     /// bound, a client sending `size`-byte messages for `seconds`. The receiver's MB/s.
-    public static func tsctp(size: Int, options: BenchReferenceOptions) async throws(ConduitError) -> Double {
+    package static func tsctp(size: Int, options: BenchReferenceOptions) async throws(ConduitError) -> Double {
         let serverPort = try freeUDPPort()
         var clientPort = try freeUDPPort()
         while clientPort == serverPort { clientPort = try freeUDPPort() }
-        let environment = ["LD_PRELOAD": options.quietLibraryPath]
+        let environment = ["LD_PRELOAD": try await quietLibrary(at: options.quietLibraryPath)]
         let server = try ChildProcess(path: options.tsctpPath, arguments: ["-E", "\(serverPort)", "-L", "127.0.0.1"], environment: environment)
         defer { server.kill() }
         // The client's INIT must not race the server's bind (an INIT lost to an ICMP error waits a
@@ -124,8 +122,37 @@ public enum BenchReferenceRun {
         return sent
     }
 
+    /// tsctp turns usrsctp's debug output on, which costs it 2-4x; preloaded, this makes that call
+    /// do nothing. A reference tool, so it is not among the package's products: it is compiled
+    /// here, once, with the system's C compiler.
+    static let quietLibrarySource = """
+        #include <stdint.h>
+        int usrsctp_sysctl_set_sctp_debug_on(uint32_t v) { (void)v; return 0; }
+        """
+
+    /// `path`, after building the quiet library there if it is not there yet.
+    package static func quietLibrary(at path: String) async throws(ConduitError) -> String {
+        if access(path, R_OK) == 0 { return path }
+        let source = path + ".c"
+        guard let file = fopen(source, "w") else {
+            throw ConduitError(.invalidConfiguration, "cannot write \(source): \(ChildProcess.describeErrno())")
+        }
+        fputs(quietLibrarySource + "\n", file)
+        fclose(file)
+        defer { unlink(source) }
+        // Built beside the final name and renamed, so a concurrent run never preloads half a file.
+        let partial = path + ".\(getpid()).partial"
+        let compiler = try ChildProcess(path: "/usr/bin/env", arguments: ["cc", "-shared", "-fPIC", "-O2", "-o", partial, source])
+        guard await compiler.waitForExit(until: ContinuousClock.now + .seconds(60)), access(partial, R_OK) == 0,
+              rename(partial, path) == 0 else {
+            unlink(partial)
+            throw ConduitError(.invalidConfiguration, "could not build \(path) with cc (needed to keep tsctp's debug output off): \(compiler.text())")
+        }
+        return path
+    }
+
     /// One blast run: the receiver on an ephemeral port, the sender for `seconds`. The receiver's MB/s.
-    public static func blast(options: BenchReferenceOptions) async throws(ConduitError) -> Double {
+    package static func blast(options: BenchReferenceOptions) async throws(ConduitError) -> Double {
         let receiver = try ChildProcess(path: options.blastPath, arguments: ["recv", "0"])
         defer { receiver.kill() }
         guard let port = await receiver.waitForLine(until: ContinuousClock.now + .seconds(5), { line -> Int? in

@@ -1,5 +1,6 @@
-public import ConduitCore
-public import ConduitSCTP
+#if SCTP
+package import ConduitCore
+package import ConduitSCTP
 import Synchronization
 
 /// `conduit send sctp+udp://… --label L` to a standard (non-Conduit) data-channel peer: one
@@ -10,18 +11,18 @@ import Synchronization
 /// string messages map those bytes onto printable ASCII (so they are valid UTF-8). A standard
 /// peer echoes content only (no timestamps), so echoes are matched against what was sent as a
 /// multiset: each sent message may come back once.
-public struct DataChannelSendJob: Sendable {
-    public var options: SendJob.Options
+package struct DataChannelSendJob: Sendable {
+    package var options: SendJob.Options
 
-    public init(options: SendJob.Options) { self.options = options }
+    package init(options: SendJob.Options) { self.options = options }
 
     /// Message `seq` of the run: even ones are strings, odd ones binary.
-    public static func message(seed: UInt32, seq: UInt32, sizes: ClosedRange<Int>) -> DataChannelMessage {
+    package static func message(seed: UInt32, seq: UInt32, sizes: ClosedRange<Int>) -> DataChannelMessage {
         let bytes = SeededPayload.bytes(seed: seed, seq: seq, count: SeededPayload.size(seed: seed, seq: seq, in: sizes))
         return seq % 2 == 0 ? DataChannelMessage(kind: .string, bytes: bytes.map { 0x21 + $0 % 94 }) : .binary(bytes)
     }
 
-    public func run() async throws(ConduitError) -> SendReport {
+    package func run() async throws(ConduitError) -> SendReport {
         let options = options
         guard options.count >= 0, options.sizes.lowerBound >= 0, options.sizes.upperBound <= DataChannel.maxMessageSize else {
             throw ConduitError(.invalidConfiguration, "data-channel messages are 0...\(DataChannel.maxMessageSize) bytes and count must not be negative")
@@ -126,9 +127,9 @@ final class DataChannelEchoTally: Sendable {
 
 /// `conduit listen sctp+udp://… --echo` for standard peers: every message on every channel the
 /// peer opens goes back on the same channel with the same type, until the association ends.
-public enum DataChannelEcho {
+package enum DataChannelEcho {
     /// Serves `association`; `log` gets one line per channel. Returns when the association ends.
-    public static func serve(_ association: SCTPAssociation, log: @escaping @Sendable (String) -> Void) async {
+    package static func serve(_ association: SCTPAssociation, log: @escaping @Sendable (String) -> Void) async {
         await withTaskGroup(of: Void.self) { group in
             while let channel = await association.acceptChannel() {
                 log("standard peer \(association.remoteDescription): channel '\(channel.label)' protocol '\(channel.protocol)' on stream \(channel.streamID), echoing")
@@ -141,3 +142,4 @@ public enum DataChannelEcho {
         }
     }
 }
+#endif

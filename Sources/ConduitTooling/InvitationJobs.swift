@@ -1,20 +1,20 @@
-public import Conduit
+package import Conduit
 
 /// `conduit invite`: join a room on a relay, invite peers, print each event until the invitation
 /// ends, and report how. A library so tests run it in process.
-public struct InviteJob: Sendable {
-    public struct Options: Sendable {
-        public var relay: String
-        public var room: RoomID
-        public var peer: PeerID
-        public var token: String
-        public var invitees: [PeerID]
-        public var data: [UInt8]
+package struct InviteJob: Sendable {
+    package struct Options: Sendable {
+        package var relay: String
+        package var room: RoomID
+        package var peer: PeerID
+        package var token: String
+        package var invitees: [PeerID]
+        package var data: [UInt8]
         /// The invitation's own timeout (whole seconds on the wire); the job waits a little longer.
-        public var timeout: Duration
-        public var onlineOnly: Bool
+        package var timeout: Duration
+        package var onlineOnly: Bool
 
-        public init(relay: String, room: RoomID, peer: PeerID, token: String, invitees: [PeerID], data: [UInt8] = [], timeout: Duration = .seconds(30), onlineOnly: Bool = false) {
+        package init(relay: String, room: RoomID, peer: PeerID, token: String, invitees: [PeerID], data: [UInt8] = [], timeout: Duration = .seconds(30), onlineOnly: Bool = false) {
             self.relay = relay
             self.room = room
             self.peer = peer
@@ -27,33 +27,33 @@ public struct InviteJob: Sendable {
     }
 
     /// What `conduit invite --json` prints (its last line).
-    public struct Report: Sendable, Codable, Hashable {
-        public var invitation = ""
-        public var invitees: [String] = []
+    package struct Report: Sendable, Codable, Hashable {
+        package var invitation = ""
+        package var invitees: [String] = []
         /// Left out because offline (`--online-only`).
-        public var skippedOffline: [String] = []
+        package var skippedOffline: [String] = []
         /// Each invitee's final state: accepted, rejected, timedOut, left, cancelled.
-        public var states: [String: String] = [:]
+        package var states: [String: String] = [:]
         /// Each answering invitee's data, as UTF-8 text.
-        public var answers: [String: String] = [:]
+        package var answers: [String: String] = [:]
         /// The events, one line each, in order.
-        public var events: [String] = []
+        package var events: [String] = []
         /// "accepted" when at least one invitee accepted; else why not ("rejected by bob (busy)", ...).
-        public var result = ""
-        public var accepted: Bool { result == "accepted" }
+        package var result = ""
+        package var accepted: Bool { result == "accepted" }
     }
 
-    public let runtime: ConduitRuntime
-    public let options: Options
+    package let runtime: ConduitRuntime
+    package let options: Options
 
-    public init(runtime: ConduitRuntime, options: Options) {
+    package init(runtime: ConduitRuntime, options: Options) {
         self.runtime = runtime
         self.options = options
     }
 
     /// Runs the job; `progress` gets one line per event. Throws the relay's refusal of the invite
     /// (``InvitationError``) or the join's ``ConduitError``.
-    public func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Report {
+    package func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Report {
         let lobby = try await runtime.join(relay: options.relay, room: options.room, as: options.peer, token: options.token)
         let events = lobby.invitationEvents
         let receipt: InvitationReceipt
@@ -102,18 +102,18 @@ public struct InviteJob: Sendable {
 }
 
 /// `conduit answer`: join a room on a relay, wait for the next invitation, accept or reject it.
-public struct AnswerJob: Sendable {
-    public struct Options: Sendable {
-        public var relay: String
-        public var room: RoomID
-        public var peer: PeerID
-        public var token: String
-        public var accept: Bool
-        public var data: [UInt8]
+package struct AnswerJob: Sendable {
+    package struct Options: Sendable {
+        package var relay: String
+        package var room: RoomID
+        package var peer: PeerID
+        package var token: String
+        package var accept: Bool
+        package var data: [UInt8]
         /// How long to wait for an invitation.
-        public var wait: Duration
+        package var wait: Duration
 
-        public init(relay: String, room: RoomID, peer: PeerID, token: String, accept: Bool, data: [UInt8] = [], wait: Duration = .seconds(30)) {
+        package init(relay: String, room: RoomID, peer: PeerID, token: String, accept: Bool, data: [UInt8] = [], wait: Duration = .seconds(30)) {
             self.relay = relay
             self.room = room
             self.peer = peer
@@ -125,29 +125,29 @@ public struct AnswerJob: Sendable {
     }
 
     /// What `conduit answer --json` prints (its last line).
-    public struct Report: Sendable, Codable, Hashable {
-        public var invitation = ""
-        public var inviter = ""
-        public var invitees: [String] = []
-        public var group: String?
+    package struct Report: Sendable, Codable, Hashable {
+        package var invitation = ""
+        package var inviter = ""
+        package var invitees: [String] = []
+        package var group: String?
         /// The invitation's custom data as UTF-8 text (for a call: the room to join).
-        public var data = ""
-        public var timeoutSeconds: UInt32 = 0
+        package var data = ""
+        package var timeoutSeconds: UInt32 = 0
         /// "accepted" or "rejected".
-        public var answer = ""
+        package var answer = ""
     }
 
-    public let runtime: ConduitRuntime
-    public let options: Options
+    package let runtime: ConduitRuntime
+    package let options: Options
 
-    public init(runtime: ConduitRuntime, options: Options) {
+    package init(runtime: ConduitRuntime, options: Options) {
         self.runtime = runtime
         self.options = options
     }
 
     /// Runs the job; `progress` gets one-line updates. Throws `timedOut` if no invitation came,
     /// or the relay's refusal of the answer (``InvitationError``).
-    public func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Report {
+    package func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Report {
         let lobby = try await runtime.join(relay: options.relay, room: options.room, as: options.peer, token: options.token)
         let events = lobby.invitationEvents
         progress("joined \(options.room) as \(options.peer); waiting for an invitation")
@@ -191,10 +191,10 @@ public struct AnswerJob: Sendable {
 }
 
 /// One-line descriptions shared by the jobs.
-public enum InvitationText {
+package enum InvitationText {
     static func text(_ data: [UInt8]) -> String { data.isEmpty ? "" : " (\(String(decoding: data, as: UTF8.self)))" }
 
-    public static func describe(_ event: InvitationEvent) -> String {
+    package static func describe(_ event: InvitationEvent) -> String {
         switch event {
         case .newInvitation(let new):
             "newInvitation \(new.id) from \(new.inviter) to \(new.invitees.map(\.rawValue).joined(separator: ", "))\(text(new.data))"
@@ -207,7 +207,7 @@ public enum InvitationText {
     }
 
     /// "accepted" when at least one invitee accepted; otherwise the reasons, invitee by invitee.
-    public static func result(_ outcome: InvitationOutcome) -> String {
+    package static func result(_ outcome: InvitationOutcome) -> String {
         if !outcome.accepted.isEmpty { return "accepted" }
         if case .cancelled(let reason)? = outcome.view.end { return "cancelled (\(reason))" }
         let reasons = zip(outcome.view.invitees, outcome.view.states).map { peer, state in

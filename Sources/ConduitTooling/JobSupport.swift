@@ -1,10 +1,10 @@
-public import Conduit
+package import Conduit
 import Synchronization
 
 /// Parsing of the command-line values the jobs take, with one-line typed errors.
-public enum JobArguments {
+package enum JobArguments {
     /// `MIN` or `MIN-MAX` bytes, within what one send of `type` may carry.
-    public static func sizeRange(_ text: String, for type: SessionType) throws(ConduitError) -> ClosedRange<Int> {
+    package static func sizeRange(_ text: String, for type: SessionType) throws(ConduitError) -> ClosedRange<Int> {
         let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         let numbers = parts.map { part -> Int? in
             guard !part.isEmpty, part.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }

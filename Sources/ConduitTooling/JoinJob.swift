@@ -1,25 +1,25 @@
-public import Conduit
+package import Conduit
 import Synchronization
 
 /// `conduit join`: join a room through a relay, then send seeded messages (to everyone, one peer
 /// or a subgroup), receive and verify what others send, or both. A library so tests run it in process.
-public struct JoinJob: Sendable {
-    public struct Options: Sendable {
-        public var relay: String
-        public var room: RoomID
-        public var peer: PeerID
-        public var token: String
-        public var subgroup: SubgroupName?
+package struct JoinJob: Sendable {
+    package struct Options: Sendable {
+        package var relay: String
+        package var room: RoomID
+        package var peer: PeerID
+        package var token: String
+        package var subgroup: SubgroupName?
         /// Sending: stream, type, count, sizes, seed; `to` nil means everyone in scope.
-        public var send: (streamID: StreamID, type: SessionType, count: Int, sizes: ClosedRange<Int>, seed: UInt32)?
-        public var to: PeerID?
+        package var send: (streamID: StreamID, type: SessionType, count: Int, sizes: ClosedRange<Int>, seed: UInt32)?
+        package var to: PeerID?
         /// Before sending, wait until this many other peers are in the room (or `to` is).
-        public var waitForPeers: Int
+        package var waitForPeers: Int
         /// Receiving: stop after this many valid messages (nil: receive until the timeout).
-        public var expect: Int?
-        public var timeout: Duration
+        package var expect: Int?
+        package var timeout: Duration
 
-        public init(relay: String, room: RoomID, peer: PeerID, token: String, subgroup: SubgroupName? = nil,
+        package init(relay: String, room: RoomID, peer: PeerID, token: String, subgroup: SubgroupName? = nil,
                     send: (streamID: StreamID, type: SessionType, count: Int, sizes: ClosedRange<Int>, seed: UInt32)? = nil,
                     to: PeerID? = nil, waitForPeers: Int = 1, expect: Int? = nil, timeout: Duration = .seconds(30)) {
             self.relay = relay
@@ -36,30 +36,30 @@ public struct JoinJob: Sendable {
     }
 
     /// What `conduit join --json` prints (its last line).
-    public struct Report: Sendable, Codable, Hashable {
-        public var room: String
-        public var peer: String
-        public var peers: [String]
-        public var sent = 0
-        public var sentBytes = 0
-        public var received = 0
-        public var valid = 0
-        public var bytes = 0
-        public var duplicates = 0
-        public var outOfOrder = 0
-        public var corrupted = 0
-        public var missing = 0
+    package struct Report: Sendable, Codable, Hashable {
+        package var room: String
+        package var peer: String
+        package var peers: [String]
+        package var sent = 0
+        package var sentBytes = 0
+        package var received = 0
+        package var valid = 0
+        package var bytes = 0
+        package var duplicates = 0
+        package var outOfOrder = 0
+        package var corrupted = 0
+        package var missing = 0
         /// Valid messages per sender, as the relay stamped them.
-        public var bySender: [String: Int] = [:]
-        public var elapsedSeconds = 0.0
-        public var throughputBytesPerSecond = 0.0
-        public var ended = ""
+        package var bySender: [String: Int] = [:]
+        package var elapsedSeconds = 0.0
+        package var throughputBytesPerSecond = 0.0
+        package var ended = ""
     }
 
-    public let runtime: ConduitRuntime
-    public let options: Options
+    package let runtime: ConduitRuntime
+    package let options: Options
 
-    public init(runtime: ConduitRuntime, options: Options) {
+    package init(runtime: ConduitRuntime, options: Options) {
         self.runtime = runtime
         self.options = options
     }
@@ -92,7 +92,7 @@ public struct JoinJob: Sendable {
     }
 
     /// Runs the job; `progress` gets one-line updates (joined, sending, ...).
-    public func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws(ConduitError) -> Report {
+    package func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws(ConduitError) -> Report {
         let clock = ContinuousClock()
         let start = clock.now
         let conference = try await runtime.join(relay: options.relay, room: options.room, as: options.peer, token: options.token)

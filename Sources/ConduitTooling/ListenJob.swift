@@ -1,4 +1,4 @@
-public import Conduit
+package import Conduit
 import Synchronization
 
 /// What `conduit listen` does: accept one call, receive and verify seeded messages on every data
@@ -15,17 +15,17 @@ import Synchronization
 /// sessions gracefully and waits until they report `.closed`, so everything echoed was delivered),
 /// when the caller hangs up (after draining what the sessions still hold), or at the timeout,
 /// which bounds the whole job from the moment it listens. It then hangs up.
-public struct ListenJob: Sendable {
-    public struct Options: Sendable, Hashable {
-        public var echo: Bool
+package struct ListenJob: Sendable {
+    package struct Options: Sendable, Hashable {
+        package var echo: Bool
         /// Stop once this many distinct valid messages arrived; `missing` counts the shortfall.
-        public var expect: Int?
+        package var expect: Int?
         /// Bounds the whole job, from listening to the report.
-        public var timeout: Duration
+        package var timeout: Duration
         /// The name this side answers calls as.
-        public var peer: PeerID
+        package var peer: PeerID
 
-        public init(echo: Bool = false, expect: Int? = nil, timeout: Duration = .seconds(30), peer: PeerID = "listener") {
+        package init(echo: Bool = false, expect: Int? = nil, timeout: Duration = .seconds(30), peer: PeerID = "listener") {
             self.echo = echo
             self.expect = expect
             self.timeout = timeout
@@ -33,11 +33,11 @@ public struct ListenJob: Sendable {
         }
     }
 
-    public var runtime: ConduitRuntime
-    public var url: String
-    public var options: Options
+    package var runtime: ConduitRuntime
+    package var url: String
+    package var options: Options
 
-    public init(runtime: ConduitRuntime, url: String, options: Options = .init()) {
+    package init(runtime: ConduitRuntime, url: String, options: Options = .init()) {
         self.runtime = runtime
         self.url = url
         self.options = options
@@ -45,7 +45,7 @@ public struct ListenJob: Sendable {
 
     /// Listens, calls `onListening` with the bound URL (for example `udp://127.0.0.1:40123`) before
     /// accepting, and returns the report. Throws if it cannot listen (bad URL, address in use).
-    public func run(onListening: @Sendable (String) -> Void = { _ in }) async throws(ConduitError) -> ListenReport {
+    package func run(onListening: @Sendable (String) -> Void = { _ in }) async throws(ConduitError) -> ListenReport {
         if let expect = options.expect, expect < 0 {
             throw ConduitError(.invalidConfiguration, "expect must not be negative (got \(expect))")
         }
@@ -88,7 +88,8 @@ public struct ListenJob: Sendable {
             group.addTask {
                 for await event in call.events {
                     switch event {
-                    case .connected: continue
+                    // At most 900 stream IDs announce themselves, fewer than the 1,024 events held.
+                    case .connected, .eventsDropped: continue
                     case .dataSessionIncoming(let streamID, _, let type): signal.yield(.incoming(streamID, type))
                     case .disconnected: signal.yield(.hungUp)
                     }
@@ -192,9 +193,9 @@ public struct ListenJob: Sendable {
 }
 
 /// What `conduit listen` reports (`--json` prints it with sorted keys).
-public struct ListenReport: Sendable, Codable, Hashable {
+package struct ListenReport: Sendable, Codable, Hashable {
     /// Why the job ended.
-    public enum Ending: String, Sendable, Codable, Hashable {
+    package enum Ending: String, Sendable, Codable, Hashable {
         /// `expect` valid messages arrived.
         case expected
         /// The caller hung up (and every session was drained).
@@ -204,47 +205,47 @@ public struct ListenReport: Sendable, Codable, Hashable {
     }
 
     /// Per stream ID.
-    public struct Stream: Sendable, Codable, Hashable {
-        public var type: String
-        public var received: Int
-        public var bytes: Int
-        public var duplicates: Int
-        public var outOfOrder: Int
-        public var corrupted: Int
-        public var echoed: Int
-        public var echoFailed: Bool
+    package struct Stream: Sendable, Codable, Hashable {
+        package var type: String
+        package var received: Int
+        package var bytes: Int
+        package var duplicates: Int
+        package var outOfOrder: Int
+        package var corrupted: Int
+        package var echoed: Int
+        package var echoFailed: Bool
     }
 
     /// The URL listened on, as bound (a port chosen by the system is filled in).
-    public var url: String
+    package var url: String
     /// The transport's scheme, e.g. `loopback`, `udp`.
-    public var transport: String
+    package var transport: String
     /// Who called, if anyone did.
-    public var peer: String?
-    public var ended: Ending
+    package var peer: String?
+    package var ended: Ending
     /// Messages received on every stream (bytes types: whole sends rebuilt), valid or not.
-    public var received: Int
+    package var received: Int
     /// Payload bytes of those messages.
-    public var bytes: Int
+    package var bytes: Int
     /// Distinct messages whose content verified (ok or out of order).
-    public var valid: Int
-    public var duplicates: Int
-    public var outOfOrder: Int
-    public var corrupted: Int
+    package var valid: Int
+    package var duplicates: Int
+    package var outOfOrder: Int
+    package var corrupted: Int
     /// `expect` minus `valid` (not below 0); 0 without `expect`.
-    public var missing: Int
+    package var missing: Int
     /// The `expect` given, if any.
-    public var expected: Int?
+    package var expected: Int?
     /// From the first message received to the last.
-    public var elapsedSeconds: Double
+    package var elapsedSeconds: Double
     /// `bytes` over `elapsedSeconds`.
-    public var throughputBytesPerSecond: Double
+    package var throughputBytesPerSecond: Double
     /// Messages sent back (with `echo`).
-    public var echoed: Int
+    package var echoed: Int
     /// Incoming sessions that could not be made (for example announced after the caller hung up).
-    public var refusedSessions: Int
+    package var refusedSessions: Int
     /// Keyed by stream ID.
-    public var streams: [String: Stream]
+    package var streams: [String: Stream]
 }
 
 /// The listen job's shared counters: every receiving task records here.

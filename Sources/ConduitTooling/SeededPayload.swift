@@ -1,4 +1,4 @@
-public import Conduit
+package import Conduit
 
 /// Verifiable payloads for `conduit send` and `conduit listen`.
 ///
@@ -9,19 +9,19 @@ public import Conduit
 /// 1-byte and even empty messages, and a receiver needs nothing from the sender but the message.
 /// A truncated or padded message fails too: the length is part of the generator's seed, so the
 /// bytes regenerated for another length differ.
-public enum SeededPayload {
+package enum SeededPayload {
     /// `UInt64(seq) << 32 | UInt64(seed)`: what the sender passes as the message timestamp.
-    public static func timestamp(seed: UInt32, seq: UInt32) -> UInt64 {
+    package static func timestamp(seed: UInt32, seq: UInt32) -> UInt64 {
         UInt64(seq) << 32 | UInt64(seed)
     }
 
     /// The seed (low 32 bits) and sequence number (high 32 bits) a timestamp carries.
-    public static func decode(timestamp: UInt64) -> (seed: UInt32, seq: UInt32) {
+    package static func decode(timestamp: UInt64) -> (seed: UInt32, seq: UInt32) {
         (UInt32(truncatingIfNeeded: timestamp), UInt32(truncatingIfNeeded: timestamp >> 32))
     }
 
     /// The `count` bytes of message `seq` of the run seeded with `seed`.
-    public static func bytes(seed: UInt32, seq: UInt32, count: Int) -> [UInt8] {
+    package static func bytes(seed: UInt32, seq: UInt32, count: Int) -> [UInt8] {
         precondition(count >= 0, "a payload length is never negative")
         let stream = Stream(seed: seed, seq: seq, count: count)
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
@@ -42,7 +42,7 @@ public enum SeededPayload {
 
     /// Whether `bytes` are exactly the payload that `timestamp` and their length call for.
     /// Compares as it generates, without building the expected message.
-    public static func matches(_ bytes: [UInt8], timestamp: UInt64) -> Bool {
+    package static func matches(_ bytes: [UInt8], timestamp: UInt64) -> Bool {
         let (seed, seq) = decode(timestamp: timestamp)
         let stream = Stream(seed: seed, seq: seq, count: bytes.count)
         return bytes.withUnsafeBytes { buffer in
@@ -63,13 +63,13 @@ public enum SeededPayload {
 
     /// The length of message `seq`: log-uniform in `sizes`, fixed by `(seed, seq)`, so the sender
     /// keeps no table of what it sent.
-    public static func size(seed: UInt32, seq: UInt32, in sizes: ClosedRange<Int>) -> Int {
+    package static func size(seed: UInt32, seq: UInt32, in sizes: ClosedRange<Int>) -> Int {
         var generator = SeededRandom(seed: (UInt64(seed) << 32 | UInt64(seq)) ^ 0xA076_1D64_78BD_642F)
         return generator.logUniformSize(in: sizes)
     }
 
     /// Message `seq` of a run: its bytes (sized from `sizes`) and the timestamp to send them with.
-    public static func message(seed: UInt32, seq: UInt32, sizes: ClosedRange<Int>) -> (bytes: [UInt8], timestamp: UInt64) {
+    package static func message(seed: UInt32, seq: UInt32, sizes: ClosedRange<Int>) -> (bytes: [UInt8], timestamp: UInt64) {
         let count = size(seed: seed, seq: seq, in: sizes)
         return (bytes(seed: seed, seq: seq, count: count), timestamp(seed: seed, seq: seq))
     }
@@ -99,7 +99,7 @@ extension SeededRandom {
     /// A size in `range`, log-uniformly distributed: each power-of-two band that meets the range
     /// is equally likely (0, when in range, is a band of its own), then uniform within the band's
     /// part of the range. The range version of ``logUniformSize(max:)``.
-    public mutating func logUniformSize(in range: ClosedRange<Int>) -> Int {
+    package mutating func logUniformSize(in range: ClosedRange<Int>) -> Int {
         precondition(range.lowerBound >= 0, "sizes are never negative")
         guard range.lowerBound < range.upperBound else { return range.lowerBound }
         // Band b > 0 holds 2^(b-1) ... 2^b - 1; band 0 holds 0.
@@ -120,27 +120,27 @@ extension SeededRandom {
 /// then not remembered, so a later intact copy still counts); otherwise a **duplicate** if its
 /// (seed, seq) was seen before; otherwise **out of order** if a higher seq of that seed was seen
 /// already; otherwise **ok**. Ok and out-of-order messages are the valid ones.
-public struct PayloadVerifier: Sendable {
-    public enum Verdict: String, Sendable, Hashable, Codable, CaseIterable {
+package struct PayloadVerifier: Sendable {
+    package enum Verdict: String, Sendable, Hashable, Codable, CaseIterable {
         case ok, duplicate, outOfOrder, corrupted
     }
 
     /// Counts over every message given to ``classify(_:timestamp:)``.
-    public struct Counts: Sendable, Hashable, Codable {
-        public var received = 0
-        public var bytes = 0
-        public var ok = 0
-        public var duplicates = 0
-        public var outOfOrder = 0
-        public var corrupted = 0
+    package struct Counts: Sendable, Hashable, Codable {
+        package var received = 0
+        package var bytes = 0
+        package var ok = 0
+        package var duplicates = 0
+        package var outOfOrder = 0
+        package var corrupted = 0
 
-        public init() {}
+        package init() {}
 
         /// Distinct valid messages: ok plus out of order.
-        public var valid: Int { ok + outOfOrder }
+        package var valid: Int { ok + outOfOrder }
     }
 
-    public private(set) var counts = Counts()
+    package private(set) var counts = Counts()
     /// Per sender seed (a handful): the highest sequence number seen and a bitmap of those seen,
     /// so that checking a message costs a bit test rather than hashing into a set.
     private var senders: [SenderTrack] = []
@@ -151,7 +151,7 @@ public struct PayloadVerifier: Sendable {
     private var untrackedHighest: [UInt32: UInt32] = [:]
 
     /// Senders (seeds) tracked with a bitmap each; messages of any further ones go to a set.
-    public static let maxTrackedSenders = 64
+    package static let maxTrackedSenders = 64
 
     private struct SenderTrack {
         let seed: UInt32
@@ -173,7 +173,7 @@ public struct PayloadVerifier: Sendable {
         }
     }
 
-    public init() {}
+    package init() {}
 
     /// Marks a message seen; false if it already was.
     private mutating func insert(seed: UInt32, sequence: UInt32, timestamp: UInt64) -> (isNew: Bool, sender: Int?) {
@@ -193,7 +193,7 @@ public struct PayloadVerifier: Sendable {
         return (isNew, sender)
     }
 
-    public mutating func classify(_ bytes: [UInt8], timestamp: UInt64) -> Verdict {
+    package mutating func classify(_ bytes: [UInt8], timestamp: UInt64) -> Verdict {
         counts.received += 1
         counts.bytes += bytes.count
         guard SeededPayload.matches(bytes, timestamp: timestamp) else {

@@ -1,4 +1,4 @@
-public import Conduit
+package import Conduit
 import Synchronization
 
 /// What `conduit send` does: call a listener, open one outbound session, send `count` seeded
@@ -11,28 +11,28 @@ import Synchronization
 /// checks every echoed message against what was sent for its seq, and ends once every message
 /// came back. The timeout bounds the whole job; when it passes, the job hangs up and reports what
 /// it got (``SendReport/timedOut``).
-public struct SendJob: Sendable {
-    public struct Options: Sendable, Hashable {
-        public var url: String
-        public var streamID: StreamID
-        public var type: SessionType
-        public var count: Int
+package struct SendJob: Sendable {
+    package struct Options: Sendable, Hashable {
+        package var url: String
+        package var streamID: StreamID
+        package var type: SessionType
+        package var count: Int
         /// Message lengths, drawn log-uniformly from this range per message.
-        public var sizes: ClosedRange<Int>
+        package var sizes: ClosedRange<Int>
         /// Becomes the runtime's `rateLimit` for this job.
-        public var rate: RateLimit
+        package var rate: RateLimit
         /// Kept in the report; transports that understand labels will use it later.
-        public var label: String?
+        package var label: String?
         /// Kept in the report; transports that understand subprotocols will use it later.
-        public var protocolName: String?
-        public var seed: UInt32
-        public var verifyEcho: Bool
+        package var protocolName: String?
+        package var seed: UInt32
+        package var verifyEcho: Bool
         /// Bounds the whole job, connecting included.
-        public var timeout: Duration
+        package var timeout: Duration
         /// The name this side calls as.
-        public var peer: PeerID
+        package var peer: PeerID
 
-        public init(
+        package init(
             url: String,
             streamID: StreamID,
             type: SessionType,
@@ -61,7 +61,7 @@ public struct SendJob: Sendable {
         }
 
         /// Refuses what the contract refuses, with the error `send` itself would give.
-        public func validate() throws(ConduitError) {
+        package func validate() throws(ConduitError) {
             _ = try StreamID.validated(streamID.rawValue)
             guard count >= 0, count <= Int(UInt32.max) else {
                 throw ConduitError(.invalidConfiguration, "count must be in 0...\(UInt32.max) (got \(count))")
@@ -76,11 +76,11 @@ public struct SendJob: Sendable {
         }
     }
 
-    public var runtime: ConduitRuntime
-    public var options: Options
+    package var runtime: ConduitRuntime
+    package var options: Options
 
     /// `runtime`'s rate limit is replaced by ``Options/rate``.
-    public init(runtime: ConduitRuntime, options: Options) {
+    package init(runtime: ConduitRuntime, options: Options) {
         self.runtime = runtime
         self.options = options
     }
@@ -88,7 +88,7 @@ public struct SendJob: Sendable {
     /// Sends and returns the report. Throws on bad options, an unreachable peer
     /// (`connectionFailed` or `timedOut`, naming the URL), a refused session, or a session that
     /// closed under it (for example `unsupported` by the peer).
-    public func run() async throws(ConduitError) -> SendReport {
+    package func run() async throws(ConduitError) -> SendReport {
         try options.validate()
         let options = options
         let deadline = ContinuousClock.now.advanced(by: options.timeout)
@@ -203,36 +203,36 @@ public struct SendJob: Sendable {
 }
 
 /// What `conduit send` reports (`--json` prints it with sorted keys).
-public struct SendReport: Sendable, Codable, Hashable {
-    public var url: String
+package struct SendReport: Sendable, Codable, Hashable {
+    package var url: String
     /// The transport's scheme, e.g. `loopback`, `udp`.
-    public var transport: String
-    public var stream: Int
-    public var type: String
-    public var label: String?
-    public var `protocol`: String?
-    public var seed: UInt32
+    package var transport: String
+    package var stream: Int
+    package var type: String
+    package var label: String?
+    package var `protocol`: String?
+    package var seed: UInt32
     /// The rate cap the session ran under.
-    public var rate: String
+    package var rate: String
     /// Messages asked for.
-    public var count: Int
+    package var count: Int
     /// Messages accepted by `send`.
-    public var sent: Int
+    package var sent: Int
     /// Payload bytes of those.
-    public var bytes: Int
+    package var bytes: Int
     /// From the first send until the receiver had everything: the session's graceful close
     /// completed, or (with verify-echo) the last echo arrived.
-    public var elapsedSeconds: Double
-    public var throughputBytesPerSecond: Double
-    public var verifyEcho: Bool
+    package var elapsedSeconds: Double
+    package var throughputBytesPerSecond: Double
+    package var verifyEcho: Bool
     /// Distinct messages echoed back byte for byte.
-    public var echoed: Int
+    package var echoed: Int
     /// Echoes that differ from what was sent for their seq, or name a seq or seed never sent.
-    public var echoMismatches: Int
+    package var echoMismatches: Int
     /// Echoes of a seq already echoed.
-    public var echoDuplicates: Int
+    package var echoDuplicates: Int
     /// The timeout passed before the job finished.
-    public var timedOut: Bool
+    package var timedOut: Bool
 }
 
 /// Echo verification state, shared by the echo reader and the sender.

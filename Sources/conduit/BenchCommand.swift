@@ -17,7 +17,7 @@ struct BenchCommand: AsyncParsableCommand {
             is one JSON object: cells (transport, type, size, runs, count, megabytesPerSecond, \
             messagesPerSecond, cpuSeconds, peakResidentBytes, latencyP50Micros, latencyP99Micros, \
             latencySamples). --chart FILE writes an SVG bar chart of MB/s per size. With --reference it then runs, in the \
-            same invocation, usrsctp's tsctp (debug output off: libConduitTsctpQuiet.so preloaded) at \
+            same invocation, usrsctp's tsctp (debug output off: a one-function library, built with cc on first use, preloaded) at \
             every size and the plain UDP blast (conduit-udp-blast, 1,200-byte datagrams), --runs times \
             each for --reference-seconds, prints them as rows and each cell's ratio to both (JSON: \
             references, and ratioToTsctp / ratioToBlast per cell).

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Conduit
-import ConduitSCTP
 import Logging
 
 /// The options `listen` and `send` share: where configuration comes from and how to report.
@@ -12,19 +11,47 @@ struct CommonOptions: ParsableArguments {
     var config: String?
 
     @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp("A configuration key for this run, over the file and CONDUIT_* variables (repeatable).", valueName: "key=value")
+    )
+    var settings: [String] = []
+
+    @Option(
         name: .customLong("log-level"),
         help: "Log the library's call, session and link lifecycle to standard error at this level (trace, debug, info, notice, warning, error, critical). Default: no logs."
     )
     var logLevel: String?
 
-    /// A runtime with the configuration file (then CONDUIT_* variables) and every transport the
-    /// command line knows; logging to standard error with `--log-level`.
-    func runtime(standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil) throws -> ConduitRuntime {
-        let configuration = try ConduitConfiguration.resolved(jsonFile: config)
-        guard let logger = try CommandLogging.logger(level: logLevel) else {
-            return ConduitRuntime(configuration: configuration, registry: CommandRegistry.make(standardPeers: standardPeers))
+    /// A runtime with the configuration file, then CONDUIT_* variables, then `--set` options (read
+    /// through swift-configuration's providers), and every transport the command line knows.
+    /// `url`, the command's transport URL, has its scheme checked here, and variables its `*-env`
+    /// options name (`srtp-key-env=CONDUIT_KEY`) are not unknown configuration. With
+    /// `--log-level`, the runtime and the transports log to standard error.
+    func runtime(url: String, standardPeers: StandardPeerHandler? = nil) throws -> ConduitRuntime {
+        let logger = try CommandLogging.logger(level: logLevel)
+        let registry = CommandRegistry.make(standardPeers: standardPeers, logger: logger)
+        let configuration = try ConduitConfiguration.resolved(
+            jsonFile: config,
+            arguments: try Self.configurationArguments(settings),
+            transports: [url],
+            registry: registry
+        )
+        var runtime = ConduitRuntime(configuration: configuration, registry: registry)
+        if let logger { runtime.observability = ConduitObservability(logger: logger) }
+        return runtime
+    }
+
+    /// `--set rateLimit=unlimited` (or `rate-limit=unlimited`) → `--rate-limit=unlimited`, the
+    /// option `ConduitConfiguration.apply(arguments:)` reads.
+    static func configurationArguments(_ settings: [String]) throws -> [String] {
+        try settings.map { setting in
+            guard let equals = setting.firstIndex(of: "="), equals != setting.startIndex else {
+                throw ValidationError("--set takes key=value, got '\(setting)'")
+            }
+            let key = String(setting[..<equals])
+            let option = key.contains("-") ? "--" + key : ConduitConfiguration.optionName(for: key)
+            return option + setting[equals...]
         }
-        return ConduitRuntime(configuration: configuration, registry: CommandRegistry.make(standardPeers: standardPeers, logger: logger), logger: logger)
     }
 }
 

@@ -14,6 +14,8 @@ struct BobSide {
             switch event {
             case .connected:
                 continue
+            case .eventsDropped(let count):
+                failures.append("\(count) call events were lost (Bob read them too slowly)")
             case .dataSessionIncoming(let streamID, _, let type):
                 if streamID == DemoScenario.legacy {
                     await transcript.say("bob", "dataSessionIncoming(stream \(streamID), \(type)): not supported here, declining")

@@ -21,7 +21,7 @@ struct DemoCommand: AsyncParsableCommand {
     var config: String?
 
     func run() async throws {
-        var configuration = try ConduitConfiguration.resolved(jsonFile: config)
+        var configuration = try ConduitConfiguration.resolved(jsonFile: config, transports: [transport], registry: CommandRegistry.make())
         configuration.transport = transport
         let scenario = DemoScenario(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()))
         var failures = try await scenario.run()

@@ -48,7 +48,7 @@ struct InviteCommand: AsyncParsableCommand {
         let peerID = try ReportOutput.checked { () throws(ConduitError) in try PeerID(peer) }
         let invitees = try to.map { name in try ReportOutput.checked { () throws(ConduitError) in try PeerID(name) } }
         guard !invitees.isEmpty else { throw ValidationError("give at least one --to peer") }
-        let job = InviteJob(runtime: try common.runtime(), options: .init(
+        let job = InviteJob(runtime: try common.runtime(url: relay), options: .init(
             relay: relay, room: roomID, peer: peerID, token: token, invitees: invitees, data: Array(data.utf8),
             timeout: .seconds(timeout), onlineOnly: onlineOnly))
         let report: InviteJob.Report
@@ -106,7 +106,7 @@ struct AnswerCommand: AsyncParsableCommand {
         guard accept != reject else { throw ValidationError("give exactly one of --accept and --reject") }
         let roomID = try ReportOutput.checked { () throws(ConduitError) in try RoomID(room) }
         let peerID = try ReportOutput.checked { () throws(ConduitError) in try PeerID(peer) }
-        let job = AnswerJob(runtime: try common.runtime(), options: .init(
+        let job = AnswerJob(runtime: try common.runtime(url: relay), options: .init(
             relay: relay, room: roomID, peer: peerID, token: token, accept: accept, data: Array(data.utf8),
             wait: try ReportOutput.timeout(wait)))
         let report: AnswerJob.Report

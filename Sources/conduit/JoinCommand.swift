@@ -78,7 +78,7 @@ struct JoinCommand: AsyncParsableCommand {
         guard send != nil || expect != nil else { throw ValidationError("give --stream (to send) or --expect (to receive), or both") }
         if let expect, expect < 0 { throw ValidationError("--expect must not be negative") }
         guard peers >= 0 else { throw ValidationError("--peers must not be negative") }
-        let job = JoinJob(runtime: try common.runtime(), options: .init(
+        let job = JoinJob(runtime: try common.runtime(url: relay), options: .init(
             relay: relay, room: roomID, peer: peerID, token: token, subgroup: subgroupName, send: send, to: target,
             waitForPeers: peers, expect: expect, timeout: try ReportOutput.timeout(timeout)
         ))

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Conduit
+#if SCTP
 import ConduitSCTP
+#endif
 import ConduitTooling
 
 struct ListenCommand: AsyncParsableCommand {
@@ -39,7 +41,7 @@ struct ListenCommand: AsyncParsableCommand {
         let job = ListenJob(
             // sctp+udp: a peer whose first channel is not Conduit's is a standard data-channel peer;
             // with --echo its channels are echoed too (DataChannelEcho).
-            runtime: try common.runtime(standardPeers: echo ? Self.echoStandardPeer : nil),
+            runtime: try common.runtime(url: url, standardPeers: echo ? Self.echoStandardPeer : nil),
             url: url,
             options: .init(echo: echo, expect: expect, timeout: limit)
         )
@@ -52,9 +54,13 @@ struct ListenCommand: AsyncParsableCommand {
         if report.corrupted > 0 || report.missing > 0 { throw ExitCode.failure }
     }
 
-    @Sendable private static func echoStandardPeer(_ association: SCTPAssociation) async {
+    #if SCTP
+    private static let echoStandardPeer: StandardPeerHandler? = { association in
         await DataChannelEcho.serve(association) { ReportOutput.printNow($0) }
     }
+    #else
+    private static let echoStandardPeer: StandardPeerHandler? = nil
+    #endif
 
     private func printSummary(_ report: ListenReport) {
         let ending = switch report.ended {

@@ -1,18 +1,41 @@
 import Conduit
-import ConduitSCTP
+import ConduitTooling
 import ConduitUDP
-import ConduitKernelSCTP
 import Logging
+#if SCTP
+import ConduitSCTP
+#endif
+#if KernelSCTP
+import ConduitKernelSCTP
+#endif
+
+#if SCTP
+/// What `sctp+udp://` listeners do with peers that are not Conduit (standard RFC 8831 data channels).
+typealias StandardPeerHandler = @Sendable (SCTPAssociation) async -> Void
+#else
+/// Without the SCTP trait there is no `sctp+udp://`, so no standard data-channel peer to serve.
+typealias StandardPeerHandler = @Sendable (Never) async -> Void
+#endif
 
 /// The transports the commands can reach, built in this one place: a transport module joins the
-/// command line with one line here.
+/// command line with one line here. A transport left out of this build by its package trait is
+/// still known by scheme, so its URL gets an error that says how to build it in.
 enum CommandRegistry {
-    /// `standardPeers`: what `sctp+udp://` listeners do with peers that are not Conduit (standard
-    /// RFC 8831 data channels); nil closes them.
+    /// `standardPeers`: what `sctp+udp://` listeners do with standard data-channel peers; nil closes them.
     /// `logger`: where the transports log (nil: silent).
-    static func make(standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil, logger: Logger? = nil) -> TransportRegistry {
-        TransportRegistry.defaults.registering(logger.map { UDPTransport(logger: $0) } ?? UDPTransport())
-            .registering(logger.map { SCTPTransport(standardPeers: standardPeers, logger: $0) } ?? SCTPTransport(standardPeers: standardPeers))
-            .registering(KernelSCTPTransport())
+    static func make(standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil) -> TransportRegistry {
+        let silent = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
+        var registry = TransportRegistry.defaults.registering(UDPTransport(logger: logger ?? silent))
+        #if SCTP
+        registry.register(SCTPTransport(standardPeers: standardPeers, logger: logger ?? silent))
+        #else
+        registry.register(TransportLeftOut(scheme: "sctp+udp", trait: "SCTP", library: "usrsctp (Debian: libusrsctp-dev)"))
+        #endif
+        #if KernelSCTP
+        registry.register(KernelSCTPTransport(logger: logger ?? silent))
+        #else
+        registry.register(TransportLeftOut(scheme: "sctp", trait: "KernelSCTP", library: "lksctp-tools (Debian: libsctp-dev)"))
+        #endif
+        return registry
     }
 }

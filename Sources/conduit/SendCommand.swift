@@ -70,9 +70,13 @@ struct SendCommand: AsyncParsableCommand {
         let report: SendReport
         if url.lowercased().hasPrefix("sctp+udp://"), label != nil || protocolName != nil {
             // A label or protocol on sctp+udp:// means a standard data-channel peer (not a Conduit call).
+            #if SCTP
             report = try await DataChannelSendJob(options: options).run()
+            #else
+            throw TransportLeftOut(scheme: "sctp+udp", trait: "SCTP", library: "usrsctp (Debian: libusrsctp-dev)").error
+            #endif
         } else {
-            report = try await SendJob(runtime: try common.runtime(), options: options).run()
+            report = try await SendJob(runtime: try common.runtime(url: url), options: options).run()
         }
         if common.json {
             try ReportOutput.printJSON(report)

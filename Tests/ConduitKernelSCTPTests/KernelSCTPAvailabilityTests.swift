@@ -1,3 +1,4 @@
+#if KernelSCTP
 import ConduitCore
 import ConduitKernelSCTP
 import Logging
@@ -74,3 +75,4 @@ struct KernelSCTPCapturingHandler: LogHandler {
         lines.storage.withLock { $0.append((event.message.description, merged)) }
     }
 }
+#endif

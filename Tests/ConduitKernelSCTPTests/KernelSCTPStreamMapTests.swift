@@ -1,3 +1,4 @@
+#if KernelSCTP
 import ConduitCore
 @testable import ConduitKernelSCTP
 import Testing
@@ -37,3 +38,4 @@ struct KernelSCTPStreamMapTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 @testable import ConduitSCTP
 import Testing
@@ -82,3 +83,4 @@ struct DCEPTests {
         #expect(client.isOurs(4) && !client.isOurs(5) && server.isOurs(5))
     }
 }
+#endif

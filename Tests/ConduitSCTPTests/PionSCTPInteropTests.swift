@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import ConduitInteropSupport
 import ConduitSCTP
@@ -159,3 +160,4 @@ struct PionSCTPToolingTests {
         await listener.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import ConduitSCTP
 import Testing
@@ -105,3 +106,4 @@ struct SCTPChannelTests {
         await listener.close()
     }
 }
+#endif

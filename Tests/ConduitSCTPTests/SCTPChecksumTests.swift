@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import Testing
 
@@ -41,3 +42,4 @@ struct SCTPChecksumTests {
         #expect(![UInt8](repeating: 0, count: 11).withUnsafeBytes(SCTPChecksum.isValid))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitConformance
 import ConduitCore
 import ConduitNetworkTestSupport
@@ -17,3 +18,4 @@ struct SCTPConformanceTests {
         try await suite.run(testCase)
     }
 }
+#endif

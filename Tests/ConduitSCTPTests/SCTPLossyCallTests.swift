@@ -1,3 +1,4 @@
+#if SCTP
 import Conduit
 import ConduitNetworkTestSupport
 import ConduitCore
@@ -73,3 +74,4 @@ struct SCTPLossyCallTests {
         await call.proxy.stop()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import Conduit
 import ConduitCore
 import ConduitNetworkTestSupport
@@ -73,3 +74,4 @@ struct SCTPCapturingHandler: LogHandler {
         lines.storage.withLock { $0.append(.init(message: event.message.description, metadata: merged)) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import Testing
 
@@ -25,3 +26,4 @@ struct SCTPOptionsTests {
         #expect(throws: ConduitError.self) { try Self.mtu("sctp+udp://127.0.0.1:5000?mtu=65000") }
     }
 }
+#endif

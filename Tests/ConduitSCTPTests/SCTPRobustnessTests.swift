@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import ConduitNetworkTestSupport
 import ConduitSCTP
@@ -135,3 +136,4 @@ struct SCTPRobustnessTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SRTP
 /// Reference packets published with libsrtp: `test/srtp_driver.c` of cisco/libsrtp at tag v2.5.0
 /// (the version Debian bookworm ships), functions `srtp_validate` (default policy,
 /// AES_CM_128_HMAC_SHA1_80, SSRC 0xcafebabe, RTP and RTCP) and `srtp_validate_gcm`
@@ -76,3 +77,4 @@ enum LibSRTPVectors {
         0x80, 0x00, 0x00, 0x01,
     ]
 }
+#endif

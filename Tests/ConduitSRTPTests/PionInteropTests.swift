@@ -1,3 +1,4 @@
+#if SRTP
 import ConduitCore
 import ConduitSRTP
 import Foundation
@@ -127,3 +128,4 @@ enum PionInterop {
 extension SRTPProfile {
     var wireIndex: Int { SRTPProfile.allCases.firstIndex(of: self) ?? 0 }
 }
+#endif

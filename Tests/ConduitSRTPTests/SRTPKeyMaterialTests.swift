@@ -1,3 +1,4 @@
+#if SRTP
 import ConduitCore
 import ConduitSRTP
 import Foundation
@@ -103,3 +104,4 @@ struct SRTPKeyMaterialTests {
         #expect(missing?.code == .invalidConfiguration)
     }
 }
+#endif

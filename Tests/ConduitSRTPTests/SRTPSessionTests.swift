@@ -1,3 +1,4 @@
+#if SRTP
 import ConduitCore
 import ConduitSRTP
 import Testing
@@ -322,3 +323,4 @@ struct SRTPRolloverTests {
         #expect(b.unprotectRTP(&beforeWrap) == .replayed)
     }
 }
+#endif

@@ -260,6 +260,122 @@ struct ConfigurationTests {
         }
     }
 
+    // MARK: Through swift-configuration: layering, command line, unknown names, the registry
+
+    @Test("resolved reads the file, then CONDUIT_ variables, then command-line options, the later winning")
+    func layering() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-config-\(UInt64.random(in: 0...UInt64.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("conduit.json")
+        try Data(#"{"rateLimit": "500kbps", "inboundBufferBytes": 65536, "connectTimeoutMs": 2000, "queueDelayOnMs": 900}"#.utf8).write(to: file)
+
+        let resolved = try ConduitConfiguration.resolved(
+            jsonFile: file.path,
+            environment: ["CONDUIT_RATE_LIMIT": "1mbps", "CONDUIT_CONNECT_TIMEOUT_MS": "3000", "HOME": "/root"],
+            arguments: ["--rate-limit", "unlimited", "--data-sessions-supported=false"]
+        )
+        var expected = ConduitConfiguration()
+        expected.rateLimit = .unlimited                      // command line over environment over file
+        expected.connectTimeout = .milliseconds(3_000)       // environment over file
+        expected.inboundBufferBytes = 65_536                 // file
+        expected.queueDelayOn = .milliseconds(900)           // file
+        expected.dataSessionsSupported = false               // command line
+        #expect(resolved == expected)
+    }
+
+    @Test("apply(arguments:) reads --key value, --key=value and bare flags, for every key")
+    func applyArguments() throws {
+        var configuration = ConduitConfiguration()
+        configuration.dataSessionsSupported = false
+        try configuration.apply(arguments: ["--queue-delay-on-ms", "300", "--queue-delay-off-ms=30", "--data-sessions-supported", "--transport", "loopback://cli"])
+        var expected = ConduitConfiguration()
+        expected.queueDelayOn = .milliseconds(300)
+        expected.queueDelayOff = .milliseconds(30)
+        expected.transport = "loopback://cli"
+        #expect(configuration == expected)
+        // Every case's valid value, through its option.
+        for testCase in Self.cases {
+            var one = ConduitConfiguration()
+            try one.apply(arguments: [ConduitConfiguration.optionName(for: testCase.key), testCase.valid])
+            #expect(testCase.check(one), "\(ConduitConfiguration.optionName(for: testCase.key)) \(testCase.valid)")
+        }
+    }
+
+    @Test("apply(arguments:) refuses unknown options (naming them) and bad values, and changes nothing")
+    func applyInvalidArguments() {
+        for (arguments, named) in [
+            (["--rate-limt", "1mbps"], "--rate-limt"),
+            (["--rate-limit", "fast"], "fast"),
+            (["--connect-timeout-ms", "0"], "connectTimeoutMs"),
+            (["--queue-delay-on-ms", "10", "--queue-delay-off-ms", "20"], "queueDelayOffMs"),
+            (["--transport", "udp://127.0.0.1:9000", "--verbose"], "--verbose"),
+        ] {
+            var configuration = ConduitConfiguration()
+            do {
+                try configuration.apply(arguments: arguments)
+                Issue.record("\(arguments) was accepted")
+            } catch {
+                #expect(error.code == .invalidConfiguration, "\(arguments)")
+                #expect(error.message.contains(named), "\(arguments): \(error.message)")
+            }
+            #expect(configuration == ConduitConfiguration(), "\(arguments) left the configuration unchanged")
+        }
+    }
+
+    @Test("an unknown name is a typed error naming it, from every source")
+    func unknownNamesAreNamed() {
+        var configuration = ConduitConfiguration()
+        let json = #expect(throws: ConduitError.self) { try configuration.apply(json: Array(#"{"rateLimit": 1000, "rateLimt": 5}"#.utf8)) }
+        #expect(json?.code == .invalidConfiguration)
+        #expect(json?.message.contains("'rateLimt'") == true, "\(json?.message ?? "")")
+        let environment = #expect(throws: ConduitError.self) { try configuration.apply(environment: ["CONDUIT_RATE_LIMIT": "1mbps", "CONDUIT_RATELIMIT": "1"]) }
+        #expect(environment?.code == .invalidConfiguration)
+        #expect(environment?.message.contains("CONDUIT_RATELIMIT") == true, "\(environment?.message ?? "")")
+        #expect(configuration == ConduitConfiguration(), "all or nothing")
+    }
+
+    @Test("the transport's scheme is checked against a registry when the configuration loads")
+    func schemeCheckedAtLoad() throws {
+        // loopback:// is in the defaults; udp:// is not (the host registers it).
+        let loaded = try ConduitConfiguration.resolved(environment: ["CONDUIT_TRANSPORT": "loopback://here"], registry: .defaults)
+        #expect(loaded.transport == "loopback://here")
+        let error = #expect(throws: ConduitError.self) {
+            try ConduitConfiguration.resolved(environment: ["CONDUIT_TRANSPORT": "udp://127.0.0.1:9000"], registry: .defaults)
+        }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.message.contains("udp://") == true, "\(error?.message ?? "")")
+        // A URL the host will use besides the configured one (a command line's argument).
+        let argument = #expect(throws: ConduitError.self) {
+            try ConduitConfiguration.resolved(environment: [:], transports: ["sctp+udp://127.0.0.1:5000"], registry: .defaults)
+        }
+        #expect(argument?.message.contains("sctp+udp") == true, "\(argument?.message ?? "")")
+        // Without a registry, only the URL's form is checked.
+        _ = try ConduitConfiguration.resolved(environment: ["CONDUIT_TRANSPORT": "udp://127.0.0.1:9000"])
+        var configuration = ConduitConfiguration()
+        configuration.transport = "typo://x"
+        #expect(throws: ConduitError.self) { try configuration.validate(registry: .defaults) }
+        try configuration.validate()
+    }
+
+    @Test("variables a transport URL's *-env option names are the transport's, not unknown configuration")
+    func transportEnvironmentVariables() throws {
+        let url = "udp://127.0.0.1:9000?srtp-key-env=CONDUIT_KEY"
+        let environment = ["CONDUIT_KEY": "c2VjcmV0", "PATH": "/usr/bin"]
+        // Named by a URL the host will use (the command line's), or by the configured transport.
+        _ = try ConduitConfiguration.resolved(environment: environment, transports: [url])
+        let configured = try ConduitConfiguration.resolved(environment: environment.merging(["CONDUIT_TRANSPORT": url]) { $1 })
+        #expect(configured.transport == url)
+        // Named by nothing: still an unknown CONDUIT_ variable.
+        let error = #expect(throws: ConduitError.self) { try ConduitConfiguration.resolved(environment: environment) }
+        #expect(error?.message.contains("CONDUIT_KEY") == true, "\(error?.message ?? "")")
+        // Only the named variable is exempt.
+        let other = #expect(throws: ConduitError.self) {
+            try ConduitConfiguration.resolved(environment: environment.merging(["CONDUIT_KEYS": "x"]) { $1 }, transports: [url])
+        }
+        #expect(other?.message.contains("CONDUIT_KEYS") == true, "\(other?.message ?? "")")
+    }
+
     // MARK: Validation
 
     @Test("validate refuses queueDelayOff above queueDelayOn and accepts them equal")

@@ -242,6 +242,9 @@ struct CallPair {
             case .disconnected(let reason):
                 Issue.record("the call ended (\(reason)) while waiting for stream \(streamID)", sourceLocation: sourceLocation)
                 throw ConduitError(.connectionClosed, "call ended")
+            case .eventsDropped(let count):
+                Issue.record("\(count) call events were dropped while waiting for stream \(streamID)", sourceLocation: sourceLocation)
+                throw ConduitError(.protocolViolation, "events dropped")
             }
         }
     }

@@ -1,3 +1,4 @@
+#if SRTP
 import Conduit
 import ConduitNetworkTestSupport
 import ConduitCore
@@ -140,3 +141,4 @@ extension UDPTransportTests {
         }
     }
 }
+#endif

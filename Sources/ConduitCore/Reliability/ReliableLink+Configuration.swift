@@ -163,3 +163,11 @@ extension ReliableLink {
         public init() {}
     }
 }
+
+extension ReliableLink.Configuration {
+    /// The transport URL options of the reliability engine (`keepalive-ms`, `idle-timeout-ms`,
+    /// `receive-window`, `max-ack-delay-ms`, `ack-every`), read by `ConduitReliability` and taken out
+    /// of the URL before the transport sees it. Here in the core so that transports whose links
+    /// run under the engine (`udp://`, impaired `loopback://`) list them as accepted options.
+    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every"]
+}

@@ -63,7 +63,18 @@ public protocol Transport: Sendable {
     /// The URL schemes this transport answers, such as `loopback` or `udp`.
     var schemes: [String] { get }
     func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink
+    /// Connects, giving up after `timeout` unless the URL says otherwise: a transport whose URLs
+    /// take `connect-timeout-ms` uses that option when present (it overrides the configuration's
+    /// `connectTimeoutMs`), else `timeout`. The default implementation ignores `timeout` (the
+    /// runtime bounds every connect by it anyway).
+    func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink
     func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener
+}
+
+extension Transport {
+    public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
+        try await connect(to: url)
+    }
 }
 
 /// Resolves configuration strings to transports. A value, built by the host app: start from an
@@ -94,7 +105,11 @@ public struct TransportRegistry: Sendable {
 
     /// Parses `text` and finds its transport, or says which schemes are known.
     public func resolve(_ text: String) throws(ConduitError) -> (transport: any Transport, url: TransportURL) {
-        let url = try TransportURL(parsing: text)
+        try resolve(TransportURL(parsing: text))
+    }
+
+    /// Finds the transport of `url`, or says which schemes are known.
+    public func resolve(_ url: TransportURL) throws(ConduitError) -> (transport: any Transport, url: TransportURL) {
         guard let transport = transports[url.scheme] else {
             throw ConduitError(
                 .unknownTransport,

@@ -87,6 +87,27 @@ public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
         return value
     }
 
+    /// The query option that bounds `connect` on the transports that take it (`udp`, `sctp+udp`).
+    public static let connectTimeoutOption = "connect-timeout-ms"
+
+    /// The connect limit this URL asks for: its `connect-timeout-ms` when present (it overrides
+    /// the configuration), else `configured`.
+    public func connectTimeout(default configured: Duration) throws(ConduitError) -> Duration {
+        guard query[Self.connectTimeoutOption] != nil else { return configured }
+        return .milliseconds(try intOption(Self.connectTimeoutOption, default: 0, in: 1...3_600_000))
+    }
+
+    /// This URL with `connect-timeout-ms` set to `timeout` unless it has its own (for transports
+    /// that take the option).
+    public func withConnectTimeout(default timeout: Duration) -> TransportURL {
+        guard query[Self.connectTimeoutOption] == nil else { return self }
+        var url = self
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
+        url.query[Self.connectTimeoutOption] = String(milliseconds)
+        return url
+    }
+
     public var description: String {
         var text = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)"
         if let port { text += ":\(port)" }

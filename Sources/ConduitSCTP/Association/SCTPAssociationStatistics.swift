@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 
 #if canImport(Glibc)
@@ -48,3 +49,4 @@ enum SCTPErrors {
         ConduitError(.connectionFailed, "\(what): \(String(cString: strerror(error)))")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import NIOCore
 
@@ -159,3 +160,4 @@ extension SCTPConnection {
         return copy
     }
 }
+#endif

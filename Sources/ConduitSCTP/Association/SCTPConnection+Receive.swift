@@ -1,3 +1,4 @@
+#if SCTP
 import CUsrsctp
 import CUsrsctpSupport
 import ConduitCore
@@ -104,3 +105,4 @@ extension SCTPConnection {
         }
     }
 }
+#endif

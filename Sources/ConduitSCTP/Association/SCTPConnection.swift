@@ -1,3 +1,4 @@
+#if SCTP
 import CUsrsctp
 import CUsrsctpSupport
 import ConduitCore
@@ -316,3 +317,4 @@ final class SCTPConnection: @unchecked Sendable {
         if mode == .undecided { onModeDecided = nil }
     }
 }
+#endif

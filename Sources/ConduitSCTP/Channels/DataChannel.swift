@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 import NIOCore
 
@@ -71,3 +72,4 @@ public struct DataChannelMessage: Sendable, Hashable {
     /// The text of a string message (nil for binary, or bytes that are not UTF-8).
     public var text: String? { kind == .string ? String(validating: bytes, as: UTF8.self) : nil }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 import NIOCore
 
@@ -117,3 +118,4 @@ public final class SCTPAssociationListener: Sendable {
         }.get()
     }
 }
+#endif

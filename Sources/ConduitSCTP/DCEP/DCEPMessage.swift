@@ -1,3 +1,4 @@
+#if SCTP
 /// A message of the Data Channel Establishment Protocol (RFC 8832 section 5), read from an SCTP
 /// message with PPID 50.
 public enum DCEPMessage: Sendable, Hashable {
@@ -47,3 +48,4 @@ public struct DCEPError: Error, Sendable, Hashable, CustomStringConvertible {
     }
     public var description: String { "\(code): \(message)" }
 }
+#endif

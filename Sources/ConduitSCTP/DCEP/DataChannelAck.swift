@@ -1,3 +1,4 @@
+#if SCTP
 /// DATA_CHANNEL_ACK (RFC 8832 section 5.2): one byte, 0x02, sent with PPID 50 on the stream the
 /// OPEN arrived on, in answer to it.
 ///
@@ -12,3 +13,4 @@ public struct DataChannelAck: Sendable, Hashable {
     public init() {}
     public var bytes: [UInt8] { [Self.messageType] }
 }
+#endif

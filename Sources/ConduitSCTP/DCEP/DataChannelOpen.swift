@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 
 /// DATA_CHANNEL_OPEN (RFC 8832 section 5.1), sent with PPID 50 on the stream the channel will use.
@@ -69,3 +70,4 @@ public struct DataChannelOpen: Sendable, Hashable {
         self.protocol = proto
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 
 /// The channel type of DATA_CHANNEL_OPEN (RFC 8832 section 5.1) and what it says about delivery.
@@ -38,3 +39,4 @@ public struct DataChannelType: Sendable, Hashable {
         }
     }
 }
+#endif

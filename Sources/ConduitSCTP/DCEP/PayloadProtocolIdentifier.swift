@@ -1,3 +1,4 @@
+#if SCTP
 /// The SCTP payload protocol identifiers of WebRTC data channels (RFC 8831 section 8; the
 /// deprecated partial-string/binary values 52 and 54 are neither sent nor accepted).
 ///
@@ -36,3 +37,4 @@ public enum DataChannelMessageKind: String, Sendable, Hashable, Codable {
         }
     }
 }
+#endif

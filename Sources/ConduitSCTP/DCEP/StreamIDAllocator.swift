@@ -1,3 +1,4 @@
+#if SCTP
 /// Chooses SCTP stream IDs for the channels this end opens (RFC 8832 section 6): the DTLS client
 /// uses even IDs and the server odd ones. Without DTLS, the side that connects is the client.
 ///
@@ -36,3 +37,4 @@ public struct StreamIDAllocator: Sendable, Hashable {
     /// Returns `id` once its stream is reset both ways.
     public mutating func release(_ id: UInt16) { inUse.remove(id) }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import NIOCore
 
@@ -15,3 +16,4 @@ extension EventLoopFuture where Value: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import CUsrsctpSupport
 
 /// The CRC32c of SCTP packets (RFC 9260 section 6.8). usrsctp runs with checksum "offload" on, so
@@ -20,3 +21,4 @@ enum SCTPChecksum {
         conduit_sctp_checksum_ok(packet.baseAddress, packet.count) != 0
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import NIOCore
 
@@ -25,3 +26,4 @@ enum SCTPConnector {
         return try await future.value(orFailWith: .connectionFailed, "connecting to \(description) failed")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import DequeModule
 import Synchronization
 
@@ -142,3 +143,4 @@ final class SCTPInbox<Element: Sendable>: Sendable {
         return items
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 import NIOCore
 
 /// Where an association's packets go: a UDP socket on the stack's loop and the peer's address.
@@ -18,3 +19,4 @@ struct SCTPRoute: @unchecked Sendable {
         stack.needsFlush(channel)
     }
 }
+#endif

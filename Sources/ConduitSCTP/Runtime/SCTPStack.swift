@@ -1,3 +1,4 @@
+#if SCTP
 import CUsrsctp
 import CUsrsctpSupport
 import NIOCore
@@ -137,3 +138,4 @@ private let sctpDebug: @convention(c) (UnsafePointer<CChar>?) -> Void = { line i
     guard let line else { return }
     _ = write(2, line, strlen(line))
 }
+#endif

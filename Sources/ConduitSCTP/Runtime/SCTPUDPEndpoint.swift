@@ -1,3 +1,4 @@
+#if SCTP
 import ConduitCore
 import NIOCore
 import NIOPosix
@@ -204,3 +205,4 @@ enum SCTPAddress {
         }
     }
 }
+#endif

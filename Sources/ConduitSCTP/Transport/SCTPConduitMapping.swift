@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 
 /// How a Conduit call rides on data channels, so that a standard RFC 8831 peer sees ordinary,
@@ -61,3 +62,4 @@ public enum SCTPConduitMapping {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 import NIOCore
 import Synchronization
@@ -126,3 +127,4 @@ extension SCTPConnection {
         return (stream, streamDelivery)
     }
 }
+#endif

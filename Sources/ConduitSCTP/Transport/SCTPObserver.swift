@@ -1,3 +1,4 @@
+#if SCTP
 import CoreMetrics
 import Logging
 
@@ -66,3 +67,4 @@ final class SCTPObserver: Sendable {
         )
     }
 }
+#endif

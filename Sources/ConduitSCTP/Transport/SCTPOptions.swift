@@ -1,9 +1,11 @@
+#if SCTP
 public import ConduitCore
 
 /// The options of an `sctp+udp://HOST:PORT?...` URL.
 ///
 /// - `sctp-port`: the SCTP port of both ends (default 5000, as WebRTC uses, RFC 8841 section 5).
-/// - `connect-timeout-ms`: how long `connect` retransmits its INIT before giving up (default 5000).
+/// - `connect-timeout-ms`: how long `connect` retransmits its INIT before giving up. Overrides the
+///   configuration's `connectTimeoutMs` under `ConduitRuntime`; the default is that value (10000).
 /// - `streams`: SCTP streams offered each way (default 1024, 16...65535): at most half of them
 ///   carry channels this end opens at one time.
 /// - `init-attempts`: INIT transmissions before usrsctp itself gives up (default 8).
@@ -40,7 +42,7 @@ public struct SCTPOptions: Sendable, Hashable {
             throw ConduitError(.invalidConfiguration, "unknown sctp+udp option '\(unknown)' (known: \(Self.known.joined(separator: ", ")))")
         }
         sctpPort = try url.intOption("sctp-port", default: 5000, in: 1...65_535)
-        connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
+        connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 10_000, in: 1...3_600_000)
         streams = try url.intOption("streams", default: 1024, in: 16...65_535)
         initAttempts = try url.intOption("init-attempts", default: 8, in: 1...255)
         mtu = try url.intOption("mtu", default: Self.defaultMTU(host: url.host), in: 576...64_000)
@@ -72,3 +74,4 @@ public struct SCTPOptions: Sendable, Hashable {
         connectTimeoutMilliseconds % 1000 == 0 ? "\(connectTimeoutMilliseconds / 1000) s" : "\(connectTimeoutMilliseconds) ms"
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SCTP
 public import ConduitCore
 public import CoreMetrics
 public import Logging
@@ -34,6 +35,11 @@ public struct SCTPTransport: Transport {
 
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         try await connectSCTP(to: url)
+    }
+
+    /// `connect` within `timeout`, unless the URL has its own `connect-timeout-ms`.
+    public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
+        try await connectSCTP(to: url.withConnectTimeout(default: timeout))
     }
 
     /// `connect`, returning the concrete link (for its statistics).
@@ -98,3 +104,4 @@ public final class SCTPListener: TransportListener {
 
     public func close() async { await associations.close() }
 }
+#endif

@@ -4,8 +4,13 @@ import NIOCore
 /// The options of a `udp://HOST:PORT?...` URL.
 struct UDPOptions: Sendable {
     static let defaultMTU = 1_232
+    /// `ConduitConfiguration`'s `connectTimeoutMs` default: one default for both.
+    static let defaultConnectTimeoutMilliseconds = 10_000
     static let mtuRange = 256...65_507
+    /// Every option a `udp://` URL takes: the transport's own, then the reliability engine's
+    /// (which the runtime reads and takes out before the transport sees the URL).
     static let known = ["mtu", "connect-timeout-ms", "offload"] + UDPSRTPConfiguration.optionKeys
+        + ReliableLink.Configuration.urlOptionKeys.sorted()
 
     /// UDP payload bytes per datagram (RTP header included).
     var mtu: Int
@@ -39,7 +44,7 @@ struct UDPOptions: Sendable {
             throw ConduitError(.invalidConfiguration, "unknown udp option '\(unknown)' (known: \(Self.known.joined(separator: ", ")))")
         }
         mtu = try url.intOption("mtu", default: Self.defaultMTU, in: Self.mtuRange)
-        connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: 5_000, in: 1...600_000)
+        connectTimeoutMilliseconds = try url.intOption("connect-timeout-ms", default: Self.defaultConnectTimeoutMilliseconds, in: 1...3_600_000)
         srtp = try UDPSRTPConfiguration(url: url)
         guard let offload = Offload(rawValue: url.query["offload"] ?? "auto") else {
             throw ConduitError(.invalidConfiguration, "offload is auto, on or off, got '\(url.query["offload"] ?? "")' in \(url)")

@@ -1,3 +1,4 @@
+#if SRTP
 import ConduitCore
 import ConduitSRTP
 import Foundation
@@ -52,13 +53,13 @@ struct UDPSRTPConfiguration: Sendable {
         serverToClient = try SRTPKeyMaterial(profile: profile, base64: String(keys.count == 2 ? keys[1] : keys[0]))
     }
 
-    /// A session for one end: it protects with its own direction's key.
-    func makeSession(isClient: Bool) throws(ConduitError) -> SRTPSession {
-        try SRTPSession(
+    /// The filter for one end's socket: it protects with its own direction's key.
+    func makeFilter(isClient: Bool) throws(ConduitError) -> UDPSRTPFilter {
+        UDPSRTPFilter(session: try SRTPSession(
             profile: profile,
             outbound: isClient ? clientToServer : serverToClient,
             inbound: isClient ? serverToClient : clientToServer
-        )
+        ))
     }
 }
 
@@ -121,3 +122,4 @@ extension UDPControlMessage {
 struct UDPSRTPRejection: Error {
     let verdict: SRTPVerdict
 }
+#endif

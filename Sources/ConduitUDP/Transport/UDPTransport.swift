@@ -11,7 +11,9 @@ import NIOPosix
 /// URL: `udp://HOST:PORT[?mtu=BYTES&connect-timeout-ms=MS]`.
 /// - `mtu`: UDP payload bytes per datagram, RTP header included (default 1232, 256...65507). The
 ///   link's `maxDatagramSize` and `mtu` are 12 less. The two ends agree on the smaller value.
-/// - `connect-timeout-ms`: how long `connect` retries the handshake (default 5000).
+/// - `connect-timeout-ms`: how long `connect` retries the handshake. Overrides the configuration's
+///   `connectTimeoutMs` under `ConduitRuntime`; the default is that value (10000, also when the
+///   transport is used on its own).
 ///
 /// Listening on port 0 binds an ephemeral port; the listener's `localURL` has the real one.
 ///
@@ -56,7 +58,7 @@ public struct UDPTransport: Transport {
         let options = try UDPOptions(url, listening: true)
         let address = try UDPOptions.resolve(url)
         let loop = group.next()
-        let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: false)) }
+        let filter = try options.srtp.map { configuration throws(ConduitError) in try configuration.makeFilter(isClient: false) }
         let offload = UDPOffloadPolicy(mode: options.offload)
         let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(
@@ -77,12 +79,17 @@ public struct UDPTransport: Transport {
         try await connectUDP(to: url)
     }
 
+    /// `connect` within `timeout`, unless the URL has its own `connect-timeout-ms`.
+    public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
+        try await connectUDP(to: url.withConnectTimeout(default: timeout))
+    }
+
     /// `connect`, returning the concrete link (for its statistics).
     public func connectUDP(to url: TransportURL) async throws(ConduitError) -> UDPLink {
         let options = try UDPOptions(url, listening: false)
         let server = try UDPOptions.resolve(url)
         let loop = group.next()
-        let filter = try options.srtp.map { configuration throws(ConduitError) in UDPSRTPFilter(session: try configuration.makeSession(isClient: true)) }
+        let filter = try options.srtp.map { configuration throws(ConduitError) in try configuration.makeFilter(isClient: true) }
         let offload = UDPOffloadPolicy(mode: options.offload)
         let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(

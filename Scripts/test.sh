@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs Conduit's whole test suite: every transport, built in through every package trait.
+#
+#   bash Scripts/test.sh [swift test options, e.g. --filter RelayUDPTests]
+#
+# The default build (`swift run conduit demo`, or a host app using Conduit, ConduitLoopback,
+# ConduitUDP or ConduitRelay) needs no system C library. The full suite does: usrsctp (sctp+udp://),
+# libsrtp2 (SRTP), lksctp-tools (sctp://), and Go with pion for the interoperability peers. This
+# script installs the Debian packages that are missing (saying which) and then runs the tests with
+# every trait on. Already installed: it installs nothing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(
+    libusrsctp-dev libusrsctp-examples          # SCTP trait; tsctp for `conduit bench --reference`
+    libsrtp2-dev                                # SRTP trait
+    libsctp-dev                                 # KernelSCTP trait
+    zlib1g-dev                                  # Zlib trait (Swift on Linux already needs it)
+    golang-go golang-github-pion-sctp-dev golang-github-pion-datachannel-dev
+    golang-github-pion-srtp.v2-dev              # pion peers for the interoperability tests
+)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "Scripts/test.sh: installing the Debian packages the full suite needs: ${missing[*]}"
+    if [ "$(id -u)" = 0 ]; then sudo=(); elif command -v sudo >/dev/null; then sudo=(sudo); else
+        echo "Scripts/test.sh: not root and no sudo; install them first: apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+    echo "Scripts/test.sh: installed."
+else
+    echo "Scripts/test.sh: the Debian packages the full suite needs are installed."
+fi
+
+echo "Scripts/test.sh: swift test --enable-all-traits $*"
+exec swift test --enable-all-traits "$@"

@@ -1,0 +1,34 @@
+import Conduit
+import ConduitTooling
+import Testing
+
+/// A transport left out of a build by its package trait is still known by scheme, and every use
+/// fails at once with an error that names the trait.
+@Suite struct TransportLeftOutTests {
+    let runtime = ConduitRuntime(
+        registry: TransportRegistry.defaults.registering(
+            TransportLeftOut(scheme: "sctp+udp", trait: "SCTP", library: "usrsctp (Debian: libusrsctp-dev)")
+        )
+    )
+
+    @Test func connectingNamesTheTrait() async {
+        do {
+            _ = try await runtime.connect(to: "sctp+udp://127.0.0.1:9", as: "alice")
+            Issue.record("connect succeeded on a transport that is not built in")
+        } catch {
+            #expect(error.code == .unsupportedByTransport)
+            #expect(error.message.contains("package trait SCTP"))
+            #expect(error.message.contains("libusrsctp-dev"))
+        }
+    }
+
+    @Test func listeningNamesTheTrait() async {
+        do {
+            _ = try await runtime.listen(on: "sctp+udp://127.0.0.1:0", as: "bob")
+            Issue.record("listen succeeded on a transport that is not built in")
+        } catch {
+            #expect(error.code == .unsupportedByTransport)
+            #expect(error.message.contains("package trait SCTP"))
+        }
+    }
+}
