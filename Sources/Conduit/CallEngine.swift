@@ -164,7 +164,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     /// round, never per message; nothing at all with the no-op factory).
     private func exportMetrics() {
         guard observer.isCounting else { return }
-        observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts))
+        observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts, eventsDropped: callEventSink.droppedCount))
         if !linkIsClosed { observer.recordQueueDelay(machine.longestQueueingDelay(now: now())) }
     }
 

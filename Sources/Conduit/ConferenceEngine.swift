@@ -163,7 +163,7 @@ actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {
     /// round, never per message; nothing at all with the no-op factory).
     private func exportMetrics() {
         guard observer.isCounting else { return }
-        observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts))
+        observer.export(.init(machine.statistics, linkBytesSent: linkBytesSent, linkBytesReceived: linkBytesReceived, queueDelayAlerts: queueDelayAlerts, eventsDropped: eventSink.droppedCount))
         if !linkIsClosed { observer.recordQueueDelay(machine.longestQueueingDelay(now: now())) }
     }
 

@@ -22,6 +22,8 @@ struct SessionLayerObserver {
         case malformed, unsupported, pendingOverflow = "pending_overflow", outOfState = "out_of_state"
         case unknownSubgroup = "unknown_subgroup", closedSession = "closed_session", unknownSender = "unknown_sender"
         case reassembly
+        /// Call or conference events the app did not read in time (``Call/droppedEventCount``).
+        case events
     }
 
     enum Kind: String {
@@ -126,7 +128,7 @@ struct SessionLayerObserver {
 
 extension SessionLayerObserver.Snapshot {
     /// A call's counters.
-    init(_ statistics: CallStatistics, linkBytesSent: Int, linkBytesReceived: Int, queueDelayAlerts: Int) {
+    init(_ statistics: CallStatistics, linkBytesSent: Int, linkBytesReceived: Int, queueDelayAlerts: Int, eventsDropped: Int) {
         bytesSent = statistics.bytesSent
         bytesReceived = statistics.bytesDelivered
         messagesSent = statistics.messagesSent
@@ -139,11 +141,12 @@ extension SessionLayerObserver.Snapshot {
             statistics.malformedDatagrams, statistics.droppedUnsupported, statistics.droppedPendingOverflow,
             statistics.droppedOutOfState, statistics.droppedUnknownSubgroup, statistics.droppedClosedSession, 0,
             reassembly.messagesDroppedOverCapacity + reassembly.messagesDroppedTimedOut + reassembly.messagesEvicted,
+            eventsDropped,
         ]
     }
 
     /// A conference's counters.
-    init(_ statistics: ConferenceStatistics, linkBytesSent: Int, linkBytesReceived: Int, queueDelayAlerts: Int) {
+    init(_ statistics: ConferenceStatistics, linkBytesSent: Int, linkBytesReceived: Int, queueDelayAlerts: Int, eventsDropped: Int) {
         messagesSent = statistics.messagesSent
         messagesReceived = statistics.messagesDelivered
         self.linkBytesSent = linkBytesSent
@@ -152,7 +155,7 @@ extension SessionLayerObserver.Snapshot {
         drops = [
             statistics.malformedDatagrams, statistics.droppedUnsupported, statistics.droppedPendingOverflow,
             statistics.droppedOutOfState, statistics.droppedUnknownSubgroup, statistics.droppedClosedSession,
-            statistics.droppedUnknownSender, 0,
+            statistics.droppedUnknownSender, 0, eventsDropped,
         ]
     }
 }
