@@ -13,10 +13,12 @@ public final class Call: Sendable {
         /// The peer made an outbound session. Answer with ``Call/makeInboundDataSession(streamID:expecting:)``
         /// or ``Call/unsupportInboundDataSession(streamID:)``.
         case dataSessionIncoming(streamID: StreamID, subgroup: SubgroupName?, type: SessionType)
+        /// The call ended: hung up here or there, refused, timed out, or the link failed. Always the last event.
         case disconnected(DisconnectReason)
     }
 
     let engine: CallEngine
+    /// This side's peer ID, as given to ``ConduitRuntime/connect(to:as:)`` or ``ConduitRuntime/listen(on:as:)``.
     public let localPeer: PeerID
     /// The peer at the other end, as it introduced itself.
     public let remotePeer: PeerID
@@ -72,6 +74,7 @@ public final class Call: Sendable {
     /// Returns once the goodbye is written and the link closed.
     public func hangUp() async { await engine.hangUp() }
 
+    /// True once the call ended, by either side or because the link failed. Reading it suspends briefly (the call's actor).
     public var isEnded: Bool { get async { await engine.isEnded } }
 
     /// Counters of what was sent, delivered, refused and dropped.

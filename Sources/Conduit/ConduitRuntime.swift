@@ -12,9 +12,12 @@ import ConduitReliability
 /// A value: copy it, change its configuration, register more transports. Listeners and the calls
 /// that connect to them must use one registry (on loopback, its hub is where names are bound).
 public struct ConduitRuntime: Sendable {
+    /// What calls and rooms made from this runtime use: transport URL, rate cap, queue and buffer caps, timeouts.
     public var configuration: ConduitConfiguration
+    /// The transports this runtime can resolve URLs with; ``ConduitCore/TransportRegistry/defaults`` holds loopback.
     public var registry: TransportRegistry
 
+    /// Makes a runtime from a configuration and the registry of transports its URLs resolve through. Opens nothing.
     public init(configuration: ConduitConfiguration = .init(), registry: TransportRegistry = .defaults) {
         self.configuration = configuration
         self.registry = registry
@@ -73,6 +76,7 @@ public final class CallListener: Sendable {
         return nil
     }
 
+    /// Stops accepting calls: a pending ``accept()`` returns nil. Calls already accepted keep running.
     public func close() async { await listener.close() }
 }
 

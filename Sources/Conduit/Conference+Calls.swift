@@ -3,6 +3,7 @@ public import ConduitCore
 /// Why a call placed with ``ConduitRuntime/placeCall(on:to:room:relay:token:timeout:data:)`` was
 /// not answered.
 public struct CallNotAnswered: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Why the callee did not answer the call.
     public enum Reason: String, Hashable, Sendable {
         /// The callee rejected (its data says why, for example "busy").
         case rejected
@@ -16,7 +17,9 @@ public struct CallNotAnswered: Error, Hashable, Sendable, CustomStringConvertibl
         case disconnected
     }
 
+    /// Why the call was not answered.
     public var reason: Reason
+    /// The invitation the call was placed with, once the relay had accepted it.
     public var invitation: InvitationID?
     /// The callee's answer data (rejections).
     public var data: [UInt8]

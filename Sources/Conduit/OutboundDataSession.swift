@@ -13,6 +13,7 @@ public import ConduitCore
 /// ``trySend(_:timestamp:)`` never waits for room: it returns false when the queue is full.
 /// Watch ``events`` for `tooLongQueuedData(enabled: true)` (slow down) and `(enabled: false)`.
 public final class OutboundDataSession: Sendable {
+    /// What an outbound session reports to its sender.
     public enum Event: Sendable, Hashable {
         /// The queueing delay crossed the on threshold (true) or fell back to the off one (false).
         case tooLongQueuedData(enabled: Bool)
@@ -20,8 +21,11 @@ public final class OutboundDataSession: Sendable {
         case closed(DataSessionCloseReason)
     }
 
+    /// The stream ID, 100…999, that the receiving app expects.
     public let streamID: StreamID
+    /// The subgroup the session sends in, or nil for a 1:1 call or the main room.
     public let subgroup: SubgroupName?
+    /// The session type: message or bytes, reliable or not.
     public let type: SessionType
     /// Bounded: only the newest events are kept if nobody reads them; `.closed` is always last.
     public let events: AsyncStream<Event>
