@@ -23,6 +23,7 @@ public struct KernelSCTPTransport: Transport {
     /// How long `connect` waits for the association (INIT, COOKIE) before failing.
     public var connectTimeout: Duration
 
+    /// Makes the transport; `connectTimeout` bounds the association setup (INIT, COOKIE).
     public init(connectTimeout: Duration = .seconds(10)) {
         self.connectTimeout = connectTimeout
     }
@@ -38,6 +39,7 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 
+    /// Connects a one-to-one SCTP socket to `url`'s host and port. Throws `unsupportedByTransport` where the kernel has no SCTP, `timedOut` after `connectTimeout`, `connectionFailed` if refused.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         if let error = Self.unavailability() { throw error }
         let (address, description) = try KernelSCTPSocket.resolve(url, forListening: false)
@@ -52,6 +54,7 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 
+    /// Listens on `url`'s host and port (port 0: an ephemeral one). Throws `unsupportedByTransport` where the kernel has no SCTP, `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         if let error = Self.unavailability() { throw error }
         let (address, _) = try KernelSCTPSocket.resolve(url, forListening: true)

@@ -12,13 +12,18 @@ public import ConduitCore
 ///   unreliable and unordered, so the core supplies reliability over it.
 ///   ``LoopbackHub/setPartitioned(_:_:)`` blacks it out.
 public struct LoopbackTransport: Transport {
+    /// The default datagram size, in bytes (the `mtu` option): 1,200-byte payloads after the headers, as on a network.
     public static let defaultMTU = 1_232
+    /// The default bytes in flight per direction (the `window` option): 4 MiB.
     public static let defaultWindow = 4 * 1024 * 1024
+    /// The largest datagram, in bytes, a loopback link accepts (the `mtu` option's maximum).
     public static let maxDatagramSize = 65_535
 
+    /// Where this transport's listeners bind their names; runtimes that share it reach each other.
     public let hub: LoopbackHub
     public var schemes: [String] { ["loopback"] }
 
+    /// Makes a transport on `hub` (a new, private hub by default).
     public init(hub: LoopbackHub = LoopbackHub()) {
         self.hub = hub
     }
@@ -43,6 +48,7 @@ public struct LoopbackTransport: Transport {
         }
     }
 
+    /// Binds `url`'s name in the hub. Throws `addressInUse` if a listener already has it, `invalidURL` for bad options.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         let options = try Options(url)
         let listener = LoopbackListener(name: url.host, url: url, options: options, hub: hub)
@@ -50,6 +56,7 @@ public struct LoopbackTransport: Transport {
         return listener
     }
 
+    /// Connects to the listener bound at `url`'s name; throws `connectionFailed` if nothing is bound there.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         let options = try Options(url)
         guard let listener = hub.listener(named: url.host) else {
@@ -75,6 +82,7 @@ public struct LoopbackTransport: Transport {
     }
 }
 
+/// Accepts links that connect to one name of a ``LoopbackHub``.
 public final class LoopbackListener: TransportListener {
     let name: String
     let options: LoopbackTransport.Options
@@ -93,6 +101,7 @@ public final class LoopbackListener: TransportListener {
 
     public func accept() async throws(ConduitError) -> (any TransportLink)? { await backlog.next() }
 
+    /// Unbinds the name: a pending `accept` returns nil; links already accepted keep working.
     public func close() async {
         hub.unbind(name, self)
         backlog.finish()

@@ -15,6 +15,7 @@ import Darwin
 /// per-receiver caps decide what happens to that receiver's queue meanwhile. Links that lose
 /// datagrams (UDP) get the reliability engine, as calls do.
 public actor RelayServer {
+    /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public nonisolated let configuration: RelayConfiguration
     private var machine: RelayMachine
     private var authority: RelayTokenAuthority
@@ -54,6 +55,7 @@ public actor RelayServer {
         self.origin = clock.now
     }
 
+    /// The system's wall clock in Unix seconds: the default `wallClock`, against which tokens expire.
     public static let unixTime: @Sendable () -> UInt64 = { UInt64(max(0, time(nil))) }
 
     private func now() -> ConduitInstant {
@@ -73,6 +75,7 @@ public actor RelayServer {
         return listener.localURL
     }
 
+    /// Counters of joins, refusals by reason, frames relayed and dropped.
     public var statistics: RelayStatistics { machine.statistics }
 
     /// The invitation table and its counters (issue 8).

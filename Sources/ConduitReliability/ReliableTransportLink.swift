@@ -13,8 +13,10 @@ public import ConduitCore
 /// actor runs on it: datagrams go from socket to engine and acknowledgements back without a
 /// thread hop, and a call driving this link on the same executor reaches it without one either.
 public actor ReliableTransportLink: TransportLink {
+    /// What the link offers above the engine: reliable and ordered, with partial reliability.
     public nonisolated let capabilities: TransportCapabilities
     public nonisolated let remoteDescription: String
+    /// The engine's options: keepalive, idle timeout, receive window, acknowledgement policy.
     public nonisolated let configuration: ReliableLink.Configuration
 
     private let inner: any TransportLink
@@ -44,6 +46,7 @@ public actor ReliableTransportLink: TransportLink {
     /// (the ready frames go over as one batch, without a copy, when they all go).
     static let maxFramesPerRead = Int.max
 
+    /// Runs the engine over `inner`: starts its read loop and timer on the inner link's executor. Takes ownership of `inner`.
     public init(wrapping inner: any TransportLink, configuration: ReliableLink.Configuration) {
         var configuration = configuration
         configuration.maxDatagramSize = min(inner.capabilities.mtu, 65_535)
@@ -88,6 +91,7 @@ public actor ReliableTransportLink: TransportLink {
 
     // MARK: TransportLink
 
+    /// Hands the batch's frames to the engine, which sends, retransmits and paces them. Suspends while the send window is full; throws `connectionClosed` once the link closed or the peer went idle.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         // One clock reading per batch (until the write has to wait): frames handed over together
         // are queued at the same instant.
@@ -168,6 +172,7 @@ public actor ReliableTransportLink: TransportLink {
         await close(drainTimeout: .seconds(2))
     }
 
+    /// Closes gracefully, waiting at most `drainTimeout` for what was written to be acknowledged, then closes the inner link.
     public func close(drainTimeout: Duration) async {
         guard !isClosed else { return }
         await waitUntilQuiescent(limit: drainTimeout)
