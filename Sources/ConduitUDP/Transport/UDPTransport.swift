@@ -16,14 +16,17 @@ public struct UDPTransport: Transport {
     public var schemes: [String] { ["udp"] }
     private let group: any EventLoopGroup
 
+    /// Makes the transport on SwiftNIO's shared event loop group.
     public init() {
         self.group = MultiThreadedEventLoopGroup.singleton
     }
 
+    /// Makes the transport on `group`, whose event loops run the sockets and the links' reliability engines.
     public init(group: any EventLoopGroup) {
         self.group = group
     }
 
+    /// Binds a UDP socket at `url`'s host and port (port 0: ephemeral; the listener's `localURL` has the real one). Throws `invalidURL` for unknown options and `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         try await listenUDP(on: url)
     }
@@ -49,6 +52,7 @@ public struct UDPTransport: Transport {
         return UDPListener(localURL: localURL, channel: channel, core: core)
     }
 
+    /// Connects to `url` with the cookie handshake, retried with backoff until `connect-timeout-ms`. Throws `timedOut` (with SRTP, saying that keys may be why) or `connectionFailed` when the listener rejects the handshake.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         try await connectUDP(to: url)
     }
