@@ -34,7 +34,11 @@ public struct FragmentAggregator: Sendable {
     private let streamID: StreamID
     private let sessionType: SessionType
 
-    /// - Parameter configuration: caps; the default allows 4 sends of 4 MiB in progress at once.
+    /// Makes an aggregator for one inbound bytes session.
+    /// - Parameters:
+    ///   - streamID: the session's stream ID.
+    ///   - sessionType: `reliableBytes` or `unreliableBytes`: whether incomplete sends time out.
+    ///   - configuration: caps; the default allows 4 sends of 4 MiB in progress at once.
     public init(
         streamID: StreamID,
         sessionType: SessionType = .reliableBytes,

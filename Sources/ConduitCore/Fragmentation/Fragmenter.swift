@@ -8,8 +8,15 @@ public struct Fragmenter: Sendable {
     /// True once the final fragment was emitted (an empty message has one, empty, fragment).
     public private(set) var isFinished = false
 
+    /// Prepares the fragments of one send.
     /// - Parameters:
+    ///   - streamID: the session's stream ID.
+    ///   - sessionType: the session's type, carried in every frame header.
+    ///   - subgroupID: the subgroup's number on the link (0: none).
+    ///   - messageID: the send's number within the session, shared by its fragments.
+    ///   - totalLength: the send's length in bytes.
     ///   - fragmentSize: payload bytes per frame: the transport's datagram size less the 32-byte header.
+    ///   - timestamp: the app's user-defined timestamp, carried in every fragment.
     public init(
         streamID: StreamID,
         sessionType: SessionType,

@@ -91,8 +91,11 @@ public struct InvitationBook: Sendable {
     var nextSequence: UInt64 = 0
     var outbox: [InvitationDelivery] = []
 
-    /// - Parameter idKey: a secret that makes invitation IDs unpredictable; a relay passes a
-    ///   random value (`UInt64.random(in: .min ... .max)`), tests a fixed one.
+    /// Makes an empty book.
+    /// - Parameters:
+    ///   - configuration: caps on invitees, open invitations and custom data, and how long ended ones are remembered.
+    ///   - idKey: a secret that makes invitation IDs unpredictable; a relay passes a
+    ///     random value (`UInt64.random(in: .min ... .max)`), tests a fixed one.
     public init(configuration: Configuration = Configuration(), idKey: UInt64) {
         self.configuration = configuration
         self.ids = InvitationIDGenerator(key: idKey)
@@ -132,7 +135,11 @@ public struct InvitationBook: Sendable {
     // MARK: - Invite
 
     /// Opens an invitation from `inviter` and queues `newInvitation` for each invitee.
-    /// - Parameter isOnline: consulted only with `onlineUserOnly`.
+    /// - Parameters:
+    ///   - inviter: the peer that invites, as its token proved.
+    ///   - request: the invitees, group, custom data, timeout and `onlineUserOnly`.
+    ///   - now: the current time, from which the deadline runs.
+    ///   - isOnline: consulted only with `onlineUserOnly`.
     @discardableResult
     public mutating func invite(
         from inviter: PeerID,

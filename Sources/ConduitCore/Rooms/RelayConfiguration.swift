@@ -98,7 +98,7 @@ public enum RelayAction: Sendable, Hashable {
     /// Verify this join's token and answer with ``RelayMachine/admit(_:grant:now:)`` or
     /// ``RelayMachine/refuse(_:_:now:)``.
     case authorize(RelayConnectionID, RelayJoinRequest)
-    /// The connection's outbox has frames: write them (``RelayMachine/pollTransmit(_:into:maxBytes:)``).
+    /// The connection's outbox has frames: write them (``RelayMachine/pollTransmit(_:into:maxBytes:now:)``).
     case transmit(RelayConnectionID)
     /// Write what is left in the outbox, then close the link.
     case close(RelayConnectionID)

@@ -4,7 +4,7 @@ import DequeModule
 /// queues, for every link the driver hands it.
 ///
 /// The contract is quinn-proto's: the driver feeds datagrams per connection
-/// (``handle(_:datagram:now:)``), link closures and the passing of time; it drains actions
+/// (``handle(_:batch:now:)``), link closures and the passing of time; it drains actions
 /// (``pollAction()``: authorize a join, write a connection's outbox, close a link) and asks when
 /// to call again (``nextTimeout()``). Tokens are verified by the driver (the core has no crypto):
 /// a join becomes an `.authorize` action and waits for ``admit(_:grant:now:)`` or ``refuse(_:_:now:)``.
@@ -22,7 +22,10 @@ public struct RelayMachine: Sendable {
     /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
     public internal(set) var invitations: RelayInvitations
 
-    /// - Parameter invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
+    /// Makes a relay with no connections and no rooms.
+    /// - Parameters:
+    ///   - configuration: room caps, peer-list coalescing, per-receiver queue limits, invitation limits.
+    ///   - invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
     public init(configuration: RelayConfiguration = .init(), invitationKey: UInt64 = .random(in: .min ... .max)) {
         self.configuration = configuration
         self.invitations = RelayInvitations(configuration: configuration.invitations, key: invitationKey)

@@ -2,10 +2,10 @@ import DequeModule
 
 /// The sans-IO state machine of one call between two peers over one transport link.
 ///
-/// It follows quinn-proto's contract: the driver feeds it datagrams (``handle(datagram:now:)``),
+/// It follows quinn-proto's contract: the driver feeds it datagrams (``handle(batch:now:)``),
 /// app commands (`make…`, ``enqueue(_:bytes:timestamp:now:)``), and the passing of time, then
 /// drains its output: frames to transmit (``pollTransmit(now:into:maxBytes:)``), events to
-/// dispatch (``pollEvent()``), and when to call it again (``nextDeadline``). It owns no socket,
+/// dispatch (``pollEvent()``), and when to call it again (``nextDeadline(now:)``). It owns no socket,
 /// reads no clock, and never blocks, so every behaviour is testable with virtual time.
 public struct CallMachine: Sendable {
     public enum Phase: Sendable, Hashable {
