@@ -6,6 +6,7 @@ import NIOCore
 /// the data channel of its Conduit channel (see ``SCTPConduitMapping``); every message received,
 /// on any channel, is one datagram for the reader.
 public final class SCTPLink: TransportLink {
+    /// Reliable and ordered for the call (SCTP itself retransmits and orders), with partial reliability for unreliable session types.
     public let capabilities = SCTPConduitMapping.capabilities
     public let remoteDescription: String
     let connection: SCTPConnection
@@ -18,6 +19,7 @@ public final class SCTPLink: TransportLink {
         self.remoteDescription = connection.remoteDescription
     }
 
+    /// Sends each frame as one SCTP message on its data session's channel, opening the channel on first use. Suspends while usrsctp's send buffer is full; throws `connectionClosed` once the association is gone.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         guard !batch.isEmpty else { return }
         var goodbye: Int?
@@ -71,6 +73,7 @@ public final class SCTPLink: TransportLink {
         }
     }
 
+    /// The next frames received from the peer, or nil once the association closed.
     public func read() async throws(ConduitError) -> DatagramBatch? {
         guard let messages = await connection.linkInbox.next() else { return nil }
         var batch = DatagramBatch(reservingBytes: messages.reduce(0) { $0 + $1.count }, datagrams: messages.count)

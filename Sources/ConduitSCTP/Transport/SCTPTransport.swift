@@ -14,10 +14,12 @@ public struct SCTPTransport: Transport {
     public var schemes: [String] { [SCTPOptions.scheme] }
     private let standardPeers: (@Sendable (SCTPAssociation) async -> Void)?
 
+    /// Makes the transport. `standardPeers` receives the associations of peers that are not Conduit (their first channel has another protocol); without it they are closed.
     public init(standardPeers: (@Sendable (SCTPAssociation) async -> Void)? = nil) {
         self.standardPeers = standardPeers
     }
 
+    /// Connects an association to `url` and opens the call's channel. Throws `timedOut` after `connect-timeout-ms`, `connectionFailed` when usrsctp gives up.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         try await connectSCTP(to: url)
     }
@@ -38,10 +40,12 @@ public struct SCTPTransport: Transport {
         return SCTPLink(connection: connection)
     }
 
+    /// Binds a UDP socket at `url` and accepts associations (port 0: an ephemeral port). Throws `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         try await listenSCTP(on: url)
     }
 
+    /// `listen`, returning the concrete listener (for its associations and statistics).
     public func listenSCTP(on url: TransportURL) async throws(ConduitError) -> SCTPListener {
         SCTPListener(associations: try await SCTPAssociationListener.bind(url, conduitAware: true), standardPeers: standardPeers)
     }
@@ -49,6 +53,7 @@ public struct SCTPTransport: Transport {
 
 /// Accepts Conduit callers as links; hands standard peers to the transport's handler.
 public final class SCTPListener: TransportListener {
+    /// The associations this listener accepts, Conduit callers and standard peers alike.
     public let associations: SCTPAssociationListener
     private let standardPeers: (@Sendable (SCTPAssociation) async -> Void)?
 
@@ -72,6 +77,7 @@ public final class SCTPListener: TransportListener {
         return nil
     }
 
+    /// Stops accepting and closes the UDP socket once its associations are gone; links already accepted keep working.
     public func close() async { await associations.close() }
 }
 #endif
