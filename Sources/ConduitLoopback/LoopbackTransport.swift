@@ -48,7 +48,7 @@ public struct LoopbackTransport: Transport {
         }
     }
 
-    /// Binds `url`'s name in the hub. Throws `addressInUse` if a listener already has it, `invalidURL` for bad options.
+    /// Binds `url`'s name in the hub. Throws `addressInUse` if a listener already has it, `invalidConfiguration` for bad options.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         let options = try Options(url)
         let listener = LoopbackListener(name: url.host, url: url, options: options, hub: hub)

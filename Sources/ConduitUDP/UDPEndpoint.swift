@@ -14,7 +14,7 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    /// Parses `HOST:PORT` or `[IPv6]:PORT`. Throws `invalidURL` when the port is missing or out of range.
+    /// Parses `HOST:PORT` or `[IPv6]:PORT`. Throws `invalidAddress` when the port is missing or out of range.
     public init(parsing text: String) throws(ConduitError) {
         let url = try TransportURL(parsing: "udp://\(text)")
         guard let port = url.port, url.path.isEmpty, url.query.isEmpty else {

@@ -33,7 +33,7 @@ public struct SCTPOptions: Sendable, Hashable {
     /// SCTP packet size in bytes, which is the UDP payload size (`mtu`).
     public var mtu: Int
 
-    /// Reads the options from `url`'s query; `listening` chooses the defaults of a listening end. Throws `invalidURL` naming an unknown option or a value out of range.
+    /// Reads the options from `url`'s query; `listening` chooses the defaults of a listening end. Throws `invalidConfiguration` naming an unknown option or a value out of range.
     public init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
         guard url.scheme == Self.scheme else {
             throw ConduitError(.invalidAddress, "\(url) is not an sctp+udp:// URL")

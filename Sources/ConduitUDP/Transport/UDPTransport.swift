@@ -26,7 +26,7 @@ public struct UDPTransport: Transport {
         self.group = group
     }
 
-    /// Binds a UDP socket at `url`'s host and port (port 0: ephemeral; the listener's `localURL` has the real one). Throws `invalidURL` for unknown options and `addressInUse` if the port is taken.
+    /// Binds a UDP socket at `url`'s host and port (port 0: ephemeral; the listener's `localURL` has the real one). Throws `invalidConfiguration` for unknown options and `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         try await listenUDP(on: url)
     }
