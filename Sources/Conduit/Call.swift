@@ -4,7 +4,7 @@ public import ConduitCore
 ///
 /// Obtained from ``ConduitRuntime/connect(to:as:)`` or ``CallListener/accept()``, both of which
 /// return once the two sides have greeted each other. Data sessions live until the call ends;
-/// ``hangUp()`` ends it and closes every session with ``DataSessionCloseReason/sessionEnd``.
+/// ``hangUp()`` ends it and closes every session with `DataSessionCloseReason.sessionEnd`.
 public final class Call: Sendable {
     /// What happens to the call as a whole (LINE Planet `PlanetKitCallDelegate`).
     public enum Event: Sendable, Hashable {
@@ -38,7 +38,7 @@ public final class Call: Sendable {
     // MARK: Sender side
 
     /// Creates an outbound data session (LINE Planet `makeOutboundDataSession`). Fails with a
-    /// ``ConduitError`` whose ``ConduitError/failReason`` is `invalidId`, `alreadyExist` or `internal`.
+    /// `ConduitError` whose `ConduitError.failReason` is `invalidId`, `alreadyExist` or `internal`.
     public func makeOutboundDataSession(streamID: StreamID, type: SessionType) async throws(ConduitError) -> OutboundDataSession {
         try await engine.makeOutbound(SessionKey(streamID: streamID), type: type)
     }
@@ -63,7 +63,7 @@ public final class Call: Sendable {
     }
 
     /// Tells the peer this app does not handle `streamID`: the peer's outbound session closes with
-    /// ``DataSessionCloseReason/unsupported`` and can send no more (`unsupportInboundDataSession`).
+    /// `DataSessionCloseReason.unsupported` and can send no more (`unsupportInboundDataSession`).
     public func unsupportInboundDataSession(streamID: StreamID) async {
         await engine.unsupportInbound(SessionKey(streamID: streamID))
     }

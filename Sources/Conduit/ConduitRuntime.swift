@@ -14,7 +14,7 @@ import ConduitReliability
 public struct ConduitRuntime: Sendable {
     /// What calls and rooms made from this runtime use: transport URL, rate cap, queue and buffer caps, timeouts.
     public var configuration: ConduitConfiguration
-    /// The transports this runtime can resolve URLs with; ``ConduitCore/TransportRegistry/defaults`` holds loopback.
+    /// The transports this runtime can resolve URLs with; `TransportRegistry.defaults` holds loopback.
     public var registry: TransportRegistry
 
     /// Makes a runtime from a configuration and the registry of transports its URLs resolve through. Opens nothing.

@@ -46,8 +46,8 @@ extension ConduitRuntime {
     /// Invites `callee` into `room` (the room ID is the invitation's data unless `data` is
     /// given), waits for its answer and, on accept, joins `room` with `token`. Throws
     /// ``CallNotAnswered`` (rejected with its data, timed out, callee left, cancelled), the
-    /// relay's ``InvitationError`` (`inviteesOffline` when the callee is not on the relay: a call
-    /// rings only peers that can answer), or the join's ``ConduitError``.
+    /// relay's `InvitationError` (`inviteesOffline` when the callee is not on the relay: a call
+    /// rings only peers that can answer), or the join's `ConduitError`.
     public func placeCall(
         on lobby: Conference, to callee: PeerID, room: RoomID, relay url: String, token: String, timeout: Duration, data: [UInt8]? = nil
     ) async throws -> Conference {

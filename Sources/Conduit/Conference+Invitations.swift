@@ -33,7 +33,7 @@ public struct InvitationOutcome: Hashable, Sendable {
 /// let outcome = await lobby.outcome(of: receipt.id)   // when every invitee settled, or cancelled
 /// ```
 ///
-/// Each request waits for the relay's reply and throws its typed refusal (``InvitationError``:
+/// Each request waits for the relay's reply and throws its typed refusal (`InvitationError`:
 /// `unknownInvitation`, `invitationEnded`, `alreadyAnswered`, `notInvitee`, ...), or
 /// `notConnected` if the conference ends first.
 extension Conference {

@@ -36,7 +36,7 @@ public final class Conference: Sendable {
         /// A peer stopped publishing a data track; its subscriptions end.
         case dataTrackUnpublished(ChannelLabel, by: PeerID)
         /// The relay confirmed the labeled channels declared when joining: their IDs, options and
-        /// (``ChannelInfo/headerLength``) the length of the sender header receivers get.
+        /// (`ChannelInfo.headerLength`) the length of the sender header receivers get.
         case channelsReady([ChannelInfo])
         /// This side left, was refused, was let go as a slow receiver, or the link closed.
         case disconnected(RelayDisconnectReason, String)
@@ -105,7 +105,7 @@ public final class Conference: Sendable {
     // MARK: Data tracks (Twilio style)
 
     /// Publishes a named, unidirectional data track with its reliability (`ordered`, and
-    /// `maxPacketLifeTime` or `maxRetransmits`: see ``Reliability/init(ordered:maxRetransmits:maxPacketLifeTime:)``).
+    /// `maxPacketLifeTime` or `maxRetransmits`: see `Reliability.init(ordered:maxRetransmits:maxPacketLifeTime:)`).
     /// The lifetime is end to end: each message's remaining lifetime travels with it and the
     /// relay subtracts the time it held it. Returns nil if the relay refused (no publish right,
     /// or the name is taken by this peer).

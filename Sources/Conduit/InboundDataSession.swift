@@ -28,7 +28,7 @@ public final class InboundDataSession: Sendable {
     public enum Event: Sendable, Hashable {
         /// A whole message of a message-type session (`reliableMessage`, `unreliableMessage`).
         case message(Message)
-        /// One fragment of a bytes-type send; see ``FragmentAggregator`` to rebuild sends.
+        /// One fragment of a bytes-type send; see `FragmentAggregator` to rebuild sends.
         case fragment(ReceivedFragment)
         /// The session closed (`sessionEnd` when the sender closed or the call ended). Always last.
         case closed(DataSessionCloseReason)

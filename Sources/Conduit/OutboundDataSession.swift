@@ -3,9 +3,9 @@ public import ConduitCore
 /// The sending half of a data session (LINE Planet `PlanetKitOutboundDataSession`).
 ///
 /// When `send` suspends, returns, or throws:
-/// - It **throws** ``ConduitError`` at once for a send larger than the type allows
+/// - It **throws** `ConduitError` at once for a send larger than the type allows
 ///   (`messageTooLarge`: 128 KiB for message types, 4 MiB for bytes types) and for a closed
-///   session (`sessionClosed`, with ``ConduitError/closeReason`` `unsupported`, `sessionEnd` or `internal`).
+///   session (`sessionClosed`, with `ConduitError.closeReason` `unsupported`, `sessionEnd` or `internal`).
 /// - It **suspends** while the session's send queue is at its cap (backpressure), and resumes
 ///   when the queue has room or the session closes (then it throws).
 /// - It **returns** once the message is queued: the rate cap paces it onto the wire later.

@@ -1,6 +1,6 @@
 public import ConduitCore
 
-/// One behavioural suite, written against ``Transport`` and ``TransportLink`` only, that every
+/// One behavioural suite, written against `Transport` and `TransportLink` only, that every
 /// transport module must pass. A transport's test target runs each ``Case`` (see the loopback
 /// tests for the two-line harness); a failing case throws a ``ConformanceFailure`` naming what broke.
 public struct ConformanceSuite: Sendable {

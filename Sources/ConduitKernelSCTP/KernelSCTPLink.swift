@@ -5,12 +5,12 @@ public import ConduitCore
 import Glibc
 #endif
 
-/// One kernel SCTP association as a ``TransportLink``: each frame is one SCTP user message.
+/// One kernel SCTP association as a `TransportLink`: each frame is one SCTP user message.
 ///
 /// SCTP itself retransmits, orders per stream and fragments, so the link is reliable and ordered
 /// for the call (the core's reliability engine is not stacked on it) and unreliable session types
 /// get SCTP's partial reliability instead. Frames are spread over the negotiated outbound streams by
-/// their ``LinkChannelMap`` channel: the call's own frames on stream 0, each data session on
+/// their `LinkChannelMap` channel: the call's own frames on stream 0, each data session on
 /// `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do not wait for it.
 public final class KernelSCTPLink: TransportLink {
     /// Reliable and ordered, with partial reliability (PR-SCTP); 16 KiB frames, messages up to 64 KiB.

@@ -10,12 +10,12 @@ import Glibc
 /// A second SCTP backend beside usrsctp (`sctp+udp://`, the default): native SCTP packets (IP
 /// protocol 132) on one-to-one style sockets (`SOCK_STREAM`, RFC 6458 section 4), where the kernel
 /// supports them. Every Conduit frame is one SCTP user message. Frames go on the SCTP stream of their
-/// data session (``LinkChannelMap/classify(_:)``), so sessions do not block each other, with the
+/// data session (`LinkChannelMap.classify(_:)`), so sessions do not block each other, with the
 /// session type's delivery: ordered or unordered (`SCTP_UNORDERED`), and partial reliability
 /// (RFC 3758) through `sctp_sendv` with `SCTP_PR_SCTP_RTX` or `SCTP_PR_SCTP_TTL`.
 ///
 /// Where the kernel has no SCTP (no `sctp` module, as on our CI machines and in most containers),
-/// `connect` and `listen` throw ``ConduitError/Code/unsupportedByTransport`` saying so and pointing
+/// `connect` and `listen` throw `ConduitError.Code.unsupportedByTransport` saying so and pointing
 /// to `sctp+udp://`. Only that path is tested here; the socket path is untested on these machines.
 public struct KernelSCTPTransport: Transport {
     public var schemes: [String] { ["sctp"] }

@@ -7,7 +7,7 @@ public import ConduitCore
 /// - `window`: bytes in flight per direction before `write` suspends (default 4 MiB): this is the
 ///   backpressure a slow reader exerts on its peer. On an impaired link it is the emulated
 ///   router queue instead: past it, datagrams are tail-dropped.
-/// - Impairment (user-space netem, seeded, per direction; see ``ImpairmentConfiguration``): taken
+/// - Impairment (user-space netem, seeded, per direction; see `ImpairmentConfiguration`): taken
 ///   from the connecting URL, else from the listening one. An impaired link declares itself
 ///   unreliable and unordered, so the core supplies reliability over it.
 ///   ``LoopbackHub/setPartitioned(_:_:)`` blacks it out.

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Hosts a ``RelayMachine`` on any number of transport listeners: the relay as a library, used in
+/// Hosts a `RelayMachine` on any number of transport listeners: the relay as a library, used in
 /// process for loopback rooms and by `conduit relay`.
 ///
 /// The control plane is this actor. Per link there is one reader task (a batch per hop into the

@@ -1,15 +1,15 @@
 public import ConduitCore
 
-/// The core's reliability engine (``ReliableLink``) driven over a link that loses, duplicates and
+/// The core's reliability engine (`ReliableLink`) driven over a link that loses, duplicates and
 /// reorders datagrams (raw UDP, impaired loopback), presenting a reliable, ordered
-/// ``TransportLink`` to the call above it: "the core supplies what a transport lacks".
+/// `TransportLink` to the call above it: "the core supplies what a transport lacks".
 ///
 /// One actor per link. Three tasks feed it, each one hop per batch, never per packet: the reader
 /// (inner link → engine), the pump (engine → inner link) and a timer for the engine's deadlines.
-/// Frames from the call are put on channels by ``LinkChannelMap`` (one per data session, with
+/// Frames from the call are put on channels by `LinkChannelMap` (one per data session, with
 /// the session type's delivery), so a lossy unreliable session never stalls a reliable one.
 ///
-/// When the inner link has a ``TransportLink/preferredExecutor`` (a UDP link's event loop), the
+/// When the inner link has a `TransportLink.preferredExecutor` (a UDP link's event loop), the
 /// actor runs on it: datagrams go from socket to engine and acknowledgements back without a
 /// thread hop, and a call driving this link on the same executor reaches it without one either.
 public actor ReliableTransportLink: TransportLink {

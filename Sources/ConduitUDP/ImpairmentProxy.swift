@@ -10,7 +10,7 @@ public import NIOPosix
 /// ```
 ///
 /// The client is whoever last sent to the listening socket (as behind a NAT). Each direction has
-/// its own seeded ``ImpairmentModel``; deliveries are scheduled on the proxy's event loop, where
+/// its own seeded `ImpairmentModel`; deliveries are scheduled on the proxy's event loop, where
 /// all of its state lives. Only what the caller names is ever addressed: the upstream given, and
 /// the client that wrote first.
 public final class ImpairmentProxy: Sendable {

@@ -16,6 +16,7 @@ public struct CallMachine: Sendable {
     }
 
     public let localPeer: PeerID
+    /// Fragment size, rate cap, queue and buffer caps.
     public private(set) var configuration: CallConfiguration
     public internal(set) var phase: Phase = .handshaking
     public internal(set) var statistics = CallStatistics()
@@ -37,6 +38,7 @@ public struct CallMachine: Sendable {
     /// Subgroups a peer may announce; past this, its frames for new ones are dropped and counted.
     public static let maxRemoteSubgroups = 256
 
+    /// Starts a call as `localPeer`: the hello is queued for the first ``pollTransmit(now:into:maxBytes:)``.
     public init(localPeer: PeerID, configuration: CallConfiguration = .init()) {
         precondition(configuration.fragmentSize > 0 && configuration.fragmentSize <= Int(UInt16.max), "fragment size must be 1...65535")
         self.localPeer = localPeer
