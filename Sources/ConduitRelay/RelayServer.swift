@@ -39,7 +39,11 @@ public actor RelayServer {
         var tasks: [Task<Void, Never>] = []
     }
 
+    /// Makes a relay that listens nowhere yet (see ``listen(on:)``).
     /// - Parameters:
+    ///   - authority: checks join tokens (signature, expiry, room, peer, replays).
+    ///   - configuration: room caps, peer-list coalescing, per-receiver queue limits, invitation limits.
+    ///   - registry: the transports ``listen(on:)`` resolves URLs with; share the peers' registry for loopback rooms.
     ///   - wallClock: Unix time in seconds, for token expiry (a parameter so tests can move it).
     public init(
         authority: RelayTokenAuthority,

@@ -64,7 +64,10 @@ public final class SRTPSession {
     /// Octets libsrtp may append when protecting (`SRTP_MAX_TRAILER_LEN`).
     private let trailerCapacity = Int(conduit_srtp_max_trailer_len())
 
+    /// Makes a session with one libsrtp context per direction. Throws `invalidConfiguration` if
+    /// libsrtp refuses the keys or the window.
     /// - Parameters:
+    ///   - profile: the protection profile of both directions.
     ///   - outbound: the keys we protect with (the peer's inbound keys).
     ///   - inbound: the keys the peer protects with (the peer's outbound keys).
     ///   - replayWindow: packets of libsrtp's replay window (`window_size`, 64 to 32767).
