@@ -66,18 +66,26 @@ import DequeModule
 /// for delivery in book.takeDeliveries() { relay.send(delivery.event, to: delivery.to) }
 /// ```
 public struct InvitationBook: Sendable {
+    /// Caps on the book's tables, and how long ended invitations are remembered.
     public struct Configuration: Hashable, Sendable {
+        /// The most invitees one invitation may name.
         public var maxInviteesPerInvitation = 200
         /// Bytes of custom data per request (invite, answer or cancel).
         public var maxCustomDataBytes = 4 << 10
+        /// The most open invitations one inviter may have.
         public var maxOpenInvitationsPerInviter = 64
+        /// The most open invitations in the book.
         public var maxOpenInvitations = 100_000
+        /// The most ended invitations remembered (so late answers hear `invitationEnded`).
         public var maxTombstones = 16_384
+        /// How long an ended invitation is remembered.
         public var tombstoneLifetime: Duration = .seconds(60)
 
+        /// The defaults: 200 invitees, 64 per inviter, 100,000 open, 16,384 remembered for 60 s.
         public init() {}
     }
 
+    /// The caps this book enforces.
     public let configuration: Configuration
     var open: [InvitationID: Invitation] = [:]
     var tombstones: [InvitationID: Invitation] = [:]

@@ -12,7 +12,9 @@ import DequeModule
 /// Forwarding is one copy: the upstream frame is copied once, its envelope rewritten in place
 /// (``RelayEnvelope/restamp(_:from:)``), and that one array is shared by every receiver's queue.
 public struct RelayMachine: Sendable {
+    /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public let configuration: RelayConfiguration
+    /// Counters of joins, refusals by reason, frames relayed and dropped.
     public internal(set) var statistics = RelayStatistics()
 
     var connections: [RelayConnectionID: Connection] = [:]
@@ -31,6 +33,7 @@ public struct RelayMachine: Sendable {
         self.invitations = RelayInvitations(configuration: configuration.invitations, key: invitationKey)
     }
 
+    /// The next thing the driver must do, or nil when there is none.
     public mutating func pollAction() -> RelayAction? { actions.popFirst() }
 
     // MARK: Connections
@@ -98,6 +101,7 @@ public struct RelayMachine: Sendable {
         rooms[room]?.members.mapValues(\.peer) ?? [:]
     }
 
+    /// Rooms with at least one member.
     public var roomCount: Int { rooms.count }
 
     // MARK: Input
@@ -126,10 +130,12 @@ public struct RelayMachine: Sendable {
         }
     }
 
+    /// Takes one datagram from connection `id`.
     public mutating func handle(_ id: RelayConnectionID, datagram: [UInt8], now: ConduitInstant) {
         datagram.withUnsafeBytes { handle(id, datagram: $0, now: now) }
     }
 
+    /// Takes a batch of datagrams from connection `id`.
     public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, now: ConduitInstant) {
         batch.forEachDatagram { handle(id, datagram: $0, now: now) }
     }
