@@ -164,7 +164,7 @@ public final class Conference: Sendable {
 
     /// True once this side left the room or was disconnected. Reading it suspends briefly (the room's actor).
     public var isEnded: Bool { get async { await engine.isEnded } }
-    /// Counters of the room: sent, delivered, dropped, refused, by kind.
+    /// Counters of what this side received, delivered, sent and dropped in the room.
     public var statistics: ConferenceStatistics { get async { await engine.statistics } }
 }
 

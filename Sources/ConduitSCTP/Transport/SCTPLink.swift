@@ -19,7 +19,7 @@ public final class SCTPLink: TransportLink {
         self.remoteDescription = connection.remoteDescription
     }
 
-    /// Sends each frame as one SCTP message on its data session's channel, opening the channel on first use. Suspends while usrsctp's send buffer is full; throws `connectionClosed` once the association is gone.
+    /// Sends each frame as one SCTP message on its data session's channel (opened on first use) and returns once usrsctp has taken the batch; a goodbye goes only once everything before it is acknowledged. Throws `protocolViolation` for a frame over the limit, `connectionClosed` once the association is gone.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         guard !batch.isEmpty else { return }
         var goodbye: Int?
