@@ -313,3 +313,9 @@ let package = Package(
         ),
     ]
 )
+
+// Documentation: swift-docc-plugin only when building the docs (`CONDUIT_DOCS=1 bash Scripts/docs.sh`),
+// so that host apps and the ordinary build do not resolve it.
+if Context.environment["CONDUIT_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

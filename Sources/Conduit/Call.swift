@@ -4,7 +4,7 @@ public import ConduitCore
 ///
 /// Obtained from ``ConduitRuntime/connect(to:as:)`` or ``CallListener/accept()``, both of which
 /// return once the two sides have greeted each other. Data sessions live until the call ends;
-/// ``hangUp()`` ends it and closes every session with ``DataSessionCloseReason/sessionEnd``.
+/// ``hangUp()`` ends it and closes every session with `DataSessionCloseReason.sessionEnd`.
 public final class Call: Sendable {
     /// What happens to the call as a whole (LINE Planet `PlanetKitCallDelegate`).
     public enum Event: Sendable, Hashable {
@@ -13,6 +13,7 @@ public final class Call: Sendable {
         /// The peer made an outbound session. Answer with ``Call/makeInboundDataSession(streamID:expecting:)``
         /// or ``Call/unsupportInboundDataSession(streamID:)``.
         case dataSessionIncoming(streamID: StreamID, subgroup: SubgroupName?, type: SessionType)
+        /// The call ended: hung up here or there, refused, timed out, or the link failed. Always the last event.
         case disconnected(DisconnectReason)
         /// `count` events were lost here because ``Call/events`` was not read while 1,024 others
         /// waited; delivered in their place once the reader caught up. ``Call/droppedEventCount``
@@ -21,6 +22,7 @@ public final class Call: Sendable {
     }
 
     let engine: CallEngine
+    /// This side's peer ID, as given to ``ConduitRuntime/connect(to:as:)`` or ``ConduitRuntime/listen(on:as:)``.
     public let localPeer: PeerID
     /// The peer at the other end, as it introduced itself.
     public let remotePeer: PeerID
@@ -47,7 +49,7 @@ public final class Call: Sendable {
     // MARK: Sender side
 
     /// Creates an outbound data session (LINE Planet `makeOutboundDataSession`). Fails with a
-    /// ``ConduitError`` whose ``ConduitError/failReason`` is `invalidId`, `alreadyExist` or `internal`.
+    /// `ConduitError` whose `ConduitError.failReason` is `invalidId`, `alreadyExist` or `internal`.
     public func makeOutboundDataSession(streamID: StreamID, type: SessionType) async throws(ConduitError) -> OutboundDataSession {
         try await engine.makeOutbound(SessionKey(streamID: streamID), type: type)
     }
@@ -72,7 +74,7 @@ public final class Call: Sendable {
     }
 
     /// Tells the peer this app does not handle `streamID`: the peer's outbound session closes with
-    /// ``DataSessionCloseReason/unsupported`` and can send no more (`unsupportInboundDataSession`).
+    /// `DataSessionCloseReason.unsupported` and can send no more (`unsupportInboundDataSession`).
     public func unsupportInboundDataSession(streamID: StreamID) async {
         await engine.unsupportInbound(SessionKey(streamID: streamID))
     }
@@ -83,6 +85,7 @@ public final class Call: Sendable {
     /// Returns once the goodbye is written and the link closed.
     public func hangUp() async { await engine.hangUp() }
 
+    /// True once the call ended, by either side or because the link failed. Reading it suspends briefly (the call's actor).
     public var isEnded: Bool { get async { await engine.isEnded } }
 
     /// Counters of what was sent, delivered, refused and dropped.

@@ -3,7 +3,7 @@ import ConduitReliability
 import DequeModule
 import Logging
 
-/// Drives one ``CallMachine`` over one ``TransportLink``: the I/O half of a call.
+/// Drives one `CallMachine` over one `TransportLink`: the I/O half of a call.
 ///
 /// All call state lives in this actor. Two tasks feed it: the reader (link → machine, a batch per
 /// hop) and the pump (machine → link, a batch per write). App calls hop in once per operation, not
@@ -12,7 +12,7 @@ actor CallEngine: OutboundSessionEngine, InboundDelivering {
     private var machine: CallMachine
     private let link: any TransportLink
     private let configuration: ConduitConfiguration
-    /// ``MonotonicClock`` nanoseconds at creation: the machine's time zero.
+    /// `MonotonicClock` nanoseconds at creation: the machine's time zero.
     private let origin = MonotonicClock.nanoseconds()
 
     private var outboundSessions: [SessionKey: OutboundDataSession] = [:]

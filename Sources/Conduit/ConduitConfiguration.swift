@@ -25,17 +25,28 @@ import Foundation
 /// | `connectTimeoutMs` | `CONDUIT_CONNECT_TIMEOUT_MS` | connect and handshake limit (a URL's `connect-timeout-ms` overrides it) | 10000 |
 /// | `dataSessionsSupported` | `CONDUIT_DATA_SESSIONS_SUPPORTED` | advertise data-session support | true |
 public struct ConduitConfiguration: Sendable, Hashable {
+    /// The transport URL `connect` and `listen` use when given none (`transport`): `loopback://NAME`, `udp://HOST:PORT`, `sctp+udp://HOST:PORT` or `sctp://HOST:PORT`, with query options.
     public var transport: String = "loopback://conduit"
+    /// The pacing cap of each outbound session (`rateLimit`), 2 Mbit/s by default; excess sends queue.
     public var rateLimit: RateLimit = .default
+    /// The most bytes queued per outbound session (`maxQueuedBytesPerSession`); `send` suspends past it and `trySend` returns false.
     public var maxQueuedBytesPerSession = 8 * 1024 * 1024
+    /// Queueing delay at which an outbound session reports `tooLongQueuedData(enabled: true)` (`queueDelayOnMs`).
     public var queueDelayOn: Duration = .milliseconds(500)
+    /// Queueing delay below which it reports `tooLongQueuedData(enabled: false)` again (`queueDelayOffMs`); at most ``queueDelayOn``.
     public var queueDelayOff: Duration = .milliseconds(100)
+    /// Bytes held for a stream the peer announced before the app makes its inbound session (`maxPendingInboundBytes`); more is dropped and counted.
     public var maxPendingInboundBytes = 1024 * 1024
+    /// Received bytes buffered per inbound session before the transport stops reading (`inboundBufferBytes`): the receive side's backpressure.
     public var inboundBufferBytes = 4 * 1024 * 1024
+    /// Reassembly caps per peer: incomplete messages, buffered bytes, and how long an incomplete unreliable message may wait (`maxIncompleteMessages`, `maxReassemblyBytes`, `incompleteTimeoutMs`).
     public var reassembly = Reassembler.Configuration()
+    /// How long `connect` and `join` may take, handshake included, before they throw `timedOut` (`connectTimeoutMs`).
     public var connectTimeout: Duration = .seconds(10)
+    /// Whether this side tells peers it supports data sessions (`dataSessionsSupported`); peers see it as `isDataSessionSupported`.
     public var dataSessionsSupported = true
 
+    /// The defaults: `loopback://conduit`, 2 Mbit/s per session, the caps in the table above.
     public init() {}
 
     /// The recognised keys, in the order they are documented.

@@ -3,6 +3,7 @@ public import ConduitCore
 /// Why a call placed with ``ConduitRuntime/placeCall(on:to:room:relay:token:timeout:data:)`` was
 /// not answered.
 public struct CallNotAnswered: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Why the callee did not answer the call.
     public enum Reason: String, Hashable, Sendable {
         /// The callee rejected (its data says why, for example "busy").
         case rejected
@@ -16,7 +17,9 @@ public struct CallNotAnswered: Error, Hashable, Sendable, CustomStringConvertibl
         case disconnected
     }
 
+    /// Why the call was not answered.
     public var reason: Reason
+    /// The invitation the call was placed with, once the relay had accepted it.
     public var invitation: InvitationID?
     /// The callee's answer data (rejections).
     public var data: [UInt8]
@@ -43,8 +46,8 @@ extension ConduitRuntime {
     /// Invites `callee` into `room` (the room ID is the invitation's data unless `data` is
     /// given), waits for its answer and, on accept, joins `room` with `token`. Throws
     /// ``CallNotAnswered`` (rejected with its data, timed out, callee left, cancelled), the
-    /// relay's ``InvitationError`` (`inviteesOffline` when the callee is not on the relay: a call
-    /// rings only peers that can answer), or the join's ``ConduitError``.
+    /// relay's `InvitationError` (`inviteesOffline` when the callee is not on the relay: a call
+    /// rings only peers that can answer), or the join's `ConduitError`.
     public func placeCall(
         on lobby: Conference, to callee: PeerID, room: RoomID, relay url: String, token: String, timeout: Duration, data: [UInt8]? = nil
     ) async throws -> Conference {

@@ -3,17 +3,22 @@ public import ConduitCore
 /// How an invitation ended, as this side saw it: the last view (each invitee's state) and the
 /// custom data each invitee answered with (a rejection's "busy", for example).
 public struct InvitationOutcome: Hashable, Sendable {
+    /// Every invitee's final state, as the relay last reported it.
     public var view: InvitationView
     /// Data of each invitee that accepted or rejected, by invitee.
     public var answerData: [PeerID: [UInt8]]
 
+    /// Makes an outcome from a view and the invitees' answer data.
     public init(view: InvitationView, answerData: [PeerID: [UInt8]]) {
         self.view = view
         self.answerData = answerData
     }
 
+    /// The invitation this outcome is of.
     public var id: InvitationID { view.id }
+    /// The invitees that accepted, in invitation order.
     public var accepted: [PeerID] { view.accepted }
+    /// The final state of `peer`, or nil if `peer` was not invited.
     public func state(of peer: PeerID) -> InviteeState? { view.state(of: peer) }
 }
 
@@ -28,7 +33,7 @@ public struct InvitationOutcome: Hashable, Sendable {
 /// let outcome = await lobby.outcome(of: receipt.id)   // when every invitee settled, or cancelled
 /// ```
 ///
-/// Each request waits for the relay's reply and throws its typed refusal (``InvitationError``:
+/// Each request waits for the relay's reply and throws its typed refusal (`InvitationError`:
 /// `unknownInvitation`, `invitationEnded`, `alreadyAnswered`, `notInvitee`, ...), or
 /// `notConnected` if the conference ends first.
 extension Conference {

@@ -15,6 +15,7 @@ import ConduitReliability
 /// Inbound sessions are per stream (and subgroup), shared by every sender; each message says
 /// who sent it (``InboundDataSession/Message/sender``), as stamped by the relay.
 public final class Conference: Sendable {
+    /// What happens in the room as a whole (LINE Planet `PlanetKitConferenceDelegate`).
     public enum Event: Sendable, Hashable {
         /// Joined; the peers already in the room.
         case connected(peers: [PeerID])
@@ -24,15 +25,18 @@ public final class Conference: Sendable {
         case dataSessionIncoming(streamID: StreamID, subgroup: SubgroupName?, type: SessionType, from: PeerID)
         /// One sender's session ended (closed, or its creator left the subgroup).
         case dataSessionEnded(streamID: StreamID, subgroup: SubgroupName?, from: PeerID, reason: DataSessionCloseReason)
+        /// The relay confirmed a subscription to a subgroup; `dataSession` is the subgroup's attribute (whether it carries data sessions).
         case subscribed(SubgroupName, dataSession: Bool)
+        /// The relay refused a subscription, for example because the token does not allow the subgroup.
         case subscribeRefused(SubgroupName, RelayRefusal)
         /// A peer-to-peer message the relay carried without interpreting it (invitations).
         case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
         /// Another peer published a data track (or had published it when this side joined).
         case dataTrackPublished(ChannelLabel, by: PeerID, reliability: Reliability)
+        /// A peer stopped publishing a data track; its subscriptions end.
         case dataTrackUnpublished(ChannelLabel, by: PeerID)
         /// The relay confirmed the labeled channels declared when joining: their IDs, options and
-        /// (``ChannelInfo/headerLength``) the length of the sender header receivers get.
+        /// (`ChannelInfo.headerLength`) the length of the sender header receivers get.
         case channelsReady([ChannelInfo])
         /// This side left, was refused, was let go as a slow receiver, or the link closed.
         case disconnected(RelayDisconnectReason, String)
@@ -43,7 +47,9 @@ public final class Conference: Sendable {
     }
 
     let engine: ConferenceEngine
+    /// The room this conference joined.
     public let room: RoomID
+    /// This side's peer ID in the room.
     public let localPeer: PeerID
     /// Bounded (1,024 unread) but never silently: events that find it full are counted and
     /// reported by one ``Event/eventsDropped(count:)`` where they were lost.
@@ -68,6 +74,7 @@ public final class Conference: Sendable {
         try await engine.makeOutbound(SessionKey(streamID: streamID, subgroup: subgroup), type: type)
     }
 
+    /// The outbound session made earlier for `streamID` in `subgroup` (nil: the main room), open or closed.
     public func outboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil) async -> OutboundDataSession? {
         await engine.outboundSession(SessionKey(streamID: streamID, subgroup: subgroup))
     }
@@ -77,6 +84,7 @@ public final class Conference: Sendable {
         try await engine.makeInbound(SessionKey(streamID: streamID, subgroup: subgroup), expecting: type)
     }
 
+    /// The inbound session made earlier for `streamID` in `subgroup` (nil: the main room).
     public func inboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil) async -> InboundDataSession? {
         await engine.inboundSession(SessionKey(streamID: streamID, subgroup: subgroup))
     }
@@ -105,7 +113,7 @@ public final class Conference: Sendable {
     // MARK: Data tracks (Twilio style)
 
     /// Publishes a named, unidirectional data track with its reliability (`ordered`, and
-    /// `maxPacketLifeTime` or `maxRetransmits`: see ``Reliability/init(ordered:maxRetransmits:maxPacketLifeTime:)``).
+    /// `maxPacketLifeTime` or `maxRetransmits`: see `Reliability.init(ordered:maxRetransmits:maxPacketLifeTime:)`).
     /// The lifetime is end to end: each message's remaining lifetime travels with it and the
     /// relay subtracts the time it held it. Returns nil if the relay refused (no publish right,
     /// or the name is taken by this peer).
@@ -120,6 +128,7 @@ public final class Conference: Sendable {
         await engine.subscribeTrack(name, of: publisher)
     }
 
+    /// Stops receiving `publisher`'s track `name`: the ``RemoteDataTrack``'s messages end. Nothing happens if not subscribed.
     public func unsubscribeDataTrack(_ name: ChannelLabel, of publisher: PeerID) async {
         await engine.unsubscribeTrack(name, of: publisher)
     }
@@ -130,11 +139,17 @@ public final class Conference: Sendable {
     /// sender's member number, the connection ID the relay stamped) followed by the message, as
     /// Sora's `onDataChannelMessage` hands it over.
     public struct ChannelMessage: Sendable, Hashable {
+        /// The channel the message came on.
         public var label: ChannelLabel
+        /// The member that sent it, as the relay stamped it.
         public var sender: PeerID
+        /// The sender header (``headerLength`` bytes) followed by the message, as Sora hands it over.
         public var data: [UInt8]
+        /// The length of the sender header at the start of ``data``: 2 for a channel declared with `senderHeader`, else 0.
         public var headerLength: Int
+        /// The sender header: the sender's member number, big-endian (empty without `senderHeader`).
         public var header: ArraySlice<UInt8> { data.prefix(headerLength) }
+        /// The message itself, after the header.
         public var message: ArraySlice<UInt8> { data.dropFirst(headerLength) }
     }
 
@@ -155,7 +170,9 @@ public final class Conference: Sendable {
     /// `.disconnected(.left, ...)`, and the peers hear that this side left.
     public func leave() async { await engine.leave() }
 
+    /// True once this side left the room or was disconnected. Reading it suspends briefly (the room's actor).
     public var isEnded: Bool { get async { await engine.isEnded } }
+    /// Counters of what this side received, delivered, sent and dropped in the room.
     public var statistics: ConferenceStatistics { get async { await engine.statistics } }
 }
 
@@ -192,7 +209,9 @@ extension ConduitRuntime {
 
 /// A data track this side published (Twilio `LocalDataTrack`).
 public final class LocalDataTrack: Sendable {
+    /// The track's name, unique per publisher.
     public let name: ChannelLabel
+    /// The track's reliability: ordered or not, and at most one of `maxRetransmits` or `maxPacketLifeTime`.
     public let reliability: Reliability
     let engine: ConferenceEngine
 
@@ -210,6 +229,7 @@ public final class LocalDataTrack: Sendable {
         try await engine.sendTrack(name, bytes: bytes)
     }
 
+    /// Stops publishing: members are told `.dataTrackUnpublished`, subscriptions end, and later sends throw.
     public func unpublish() async { await engine.unpublishTrack(name) }
 }
 
@@ -217,8 +237,11 @@ public final class LocalDataTrack: Sendable {
 /// order the track's reliability allows; the sequence ends when the track is unpublished, the
 /// subscription ends or the conference does.
 public final class RemoteDataTrack: Sendable {
+    /// The track's name.
     public let name: ChannelLabel
+    /// The peer that publishes the track.
     public let publisher: PeerID
+    /// The track's messages, starting with the first one sent after the subscription; ends with the track, the subscription or the conference.
     public let messages: AsyncStream<[UInt8]>
 
     init(name: ChannelLabel, publisher: PeerID, messages: AsyncStream<[UInt8]>) {

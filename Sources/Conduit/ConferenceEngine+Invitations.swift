@@ -13,7 +13,7 @@ final class InvitationEventChannel: Sendable {
     }
 }
 
-/// The invitation half of a ``ConferenceEngine``: an ``InvitationClient`` for the bookkeeping,
+/// The invitation half of a `ConferenceEngine`: an `InvitationClient` for the bookkeeping,
 /// the callers waiting for the relay's replies (by tag), and the outcomes of ended invitations.
 /// Every table is bounded: waiters by the client's requests in flight, answers by the
 /// invitations it tracks, outcomes by ``maxRecentOutcomes``.

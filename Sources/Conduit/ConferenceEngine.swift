@@ -2,7 +2,7 @@ import ConduitCore
 import DequeModule
 import Logging
 
-/// Drives one ``ConferenceMachine`` over one link to a relay: the I/O half of a conference, in
+/// Drives one `ConferenceMachine` over one link to a relay: the I/O half of a conference, in
 /// the shape of ``CallEngine`` (a reader task, a pump task, timers; app calls hop in once per
 /// operation, never per packet).
 actor ConferenceEngine: OutboundSessionEngine, InboundDelivering {

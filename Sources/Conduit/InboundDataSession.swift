@@ -9,12 +9,14 @@ public import ConduitCore
 public final class InboundDataSession: Sendable {
     /// A whole message of a message-type session.
     public struct Message: Sendable, Hashable {
+        /// The message as sent, whole.
         public var bytes: [UInt8]
         /// The sender's user-defined timestamp.
         public var timestamp: UInt64
         /// Who sent it, in a conference (stamped by the relay); nil in a 1:1 call.
         public var sender: PeerID?
 
+        /// Makes a message (for tests and aggregators).
         public init(bytes: [UInt8], timestamp: UInt64, sender: PeerID? = nil) {
             self.bytes = bytes
             self.timestamp = timestamp
@@ -22,17 +24,23 @@ public final class InboundDataSession: Sendable {
         }
     }
 
+    /// What an inbound session delivers, in arrival order, `.closed` last.
     public enum Event: Sendable, Hashable {
+        /// A whole message of a message-type session (`reliableMessage`, `unreliableMessage`).
         case message(Message)
-        /// One fragment of a bytes-type send; see ``FragmentAggregator`` to rebuild sends.
+        /// One fragment of a bytes-type send; see `FragmentAggregator` to rebuild sends.
         case fragment(ReceivedFragment)
         /// The session closed (`sessionEnd` when the sender closed or the call ended). Always last.
         case closed(DataSessionCloseReason)
     }
 
+    /// The stream ID the sender chose, 100…999.
     public let streamID: StreamID
+    /// The subgroup the session belongs to, or nil for a 1:1 call or the main room.
     public let subgroup: SubgroupName?
+    /// The session type, as the sender announced it.
     public let type: SessionType
+    /// Messages or fragments, then `.closed`. Backpressured: buffers up to `inboundBufferBytes`; one consumer at a time.
     public let events: AsyncBoundedChannel<Event>
 
     init(key: SessionKey, type: SessionType, bufferBytes: Int) {

@@ -3,9 +3,9 @@ public import ConduitCore
 /// The sending half of a data session (LINE Planet `PlanetKitOutboundDataSession`).
 ///
 /// When `send` suspends, returns, or throws:
-/// - It **throws** ``ConduitError`` at once for a send larger than the type allows
+/// - It **throws** `ConduitError` at once for a send larger than the type allows
 ///   (`messageTooLarge`: 128 KiB for message types, 4 MiB for bytes types) and for a closed
-///   session (`sessionClosed`, with ``ConduitError/closeReason`` `unsupported`, `sessionEnd` or `internal`).
+///   session (`sessionClosed`, with `ConduitError.closeReason` `unsupported`, `sessionEnd` or `internal`).
 /// - It **suspends** while the session's send queue is at its cap (backpressure), and resumes
 ///   when the queue has room or the session closes (then it throws).
 /// - It **returns** once the message is queued: the rate cap paces it onto the wire later.
@@ -13,6 +13,7 @@ public import ConduitCore
 /// ``trySend(_:timestamp:)`` never waits for room: it returns false when the queue is full.
 /// Watch ``events`` for `tooLongQueuedData(enabled: true)` (slow down) and `(enabled: false)`.
 public final class OutboundDataSession: Sendable {
+    /// What an outbound session reports to its sender.
     public enum Event: Sendable, Hashable {
         /// The queueing delay crossed the on threshold (true) or fell back to the off one (false).
         case tooLongQueuedData(enabled: Bool)
@@ -20,8 +21,11 @@ public final class OutboundDataSession: Sendable {
         case closed(DataSessionCloseReason)
     }
 
+    /// The stream ID, 100…999, that the receiving app expects.
     public let streamID: StreamID
+    /// The subgroup the session sends in, or nil for a 1:1 call or the main room.
     public let subgroup: SubgroupName?
+    /// The session type: message or bytes, reliable or not.
     public let type: SessionType
     /// Bounded: only the newest events are kept if nobody reads them; `.closed` is always last.
     public let events: AsyncStream<Event>

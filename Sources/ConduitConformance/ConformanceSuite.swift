@@ -1,18 +1,28 @@
 public import ConduitCore
 
-/// One behavioural suite, written against ``Transport`` and ``TransportLink`` only, that every
+/// One behavioural suite, written against `Transport` and `TransportLink` only, that every
 /// transport module must pass. A transport's test target runs each ``Case`` (see the loopback
 /// tests for the two-line harness); a failing case throws a ``ConformanceFailure`` naming what broke.
 public struct ConformanceSuite: Sendable {
+    /// One behaviour the suite checks; run each with ``ConformanceSuite/run(_:)``.
     public enum Case: String, CaseIterable, Sendable, CustomStringConvertible {
+        /// Capabilities are consistent: sizes positive, MTU within the datagram size, ordered only if reliable.
         case declaresSaneCapabilities
+        /// Datagrams of every size up to the limit arrive byte for byte.
         case datagramsArriveIntact
+        /// Both ends can write and read on one link.
         case bothDirections
+        /// A datagram over `maxDatagramSize` is refused with an error, not truncated or dropped.
         case oversizeDatagramIsRefused
+        /// Closing one end makes the peer's reads end with nil.
         case closeEndsPeerReads
+        /// Connecting where nothing listens fails with an error within a bounded time.
         case connectToNothingFails
+        /// Listening twice on one address fails with `addressInUse`.
         case listenTwiceFails
+        /// A call over the transport carries all four session types, whole and in order where reliable.
         case callCarriesEverySessionType
+        /// A declined stream closes the sender's session with `unsupported`, and hanging up ends the call on both sides.
         case unsupportedAndHangUp
 
         public var description: String { rawValue }
@@ -24,6 +34,7 @@ public struct ConformanceSuite: Sendable {
         ]
     }
 
+    /// The transport under test.
     public let transport: any Transport
     /// A fresh listening address for each use (the suite listens on several).
     public let address: @Sendable (_ index: Int) -> TransportURL
@@ -35,6 +46,7 @@ public struct ConformanceSuite: Sendable {
     /// checks them for at-most-once, intact delivery instead of completeness.
     public let pathIsLossy: Bool
 
+    /// Makes a suite for `transport`: `address(n)` gives the nth fresh listening address, `deadAddress` one where nothing listens, `pathIsLossy` whether the path may lose datagrams.
     public init(transport: any Transport, address: @escaping @Sendable (Int) -> TransportURL, deadAddress: TransportURL, pathIsLossy: Bool = false) {
         self.transport = transport
         self.address = address
@@ -42,6 +54,7 @@ public struct ConformanceSuite: Sendable {
         self.pathIsLossy = pathIsLossy
     }
 
+    /// Runs one case. Throws ``ConformanceFailure`` (or the transport's error) when the transport does not behave.
     public func run(_ testCase: Case) async throws {
         switch testCase {
         case .declaresSaneCapabilities: try await declaresSaneCapabilities()
@@ -60,6 +73,7 @@ public struct ConformanceSuite: Sendable {
 /// What a conformance case found wrong.
 public struct ConformanceFailure: Error, CustomStringConvertible {
     public let description: String
+    /// Makes a failure with what went wrong.
     public init(_ description: String) { self.description = description }
 }
 

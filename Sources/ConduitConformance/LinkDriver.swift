@@ -1,6 +1,6 @@
 import ConduitCore
 
-/// Runs a ``CallMachine`` over a real link with a real clock: just enough driver for the suite's
+/// Runs a `CallMachine` over a real link with a real clock: just enough driver for the suite's
 /// call-level cases, independent of the `Conduit` runtime so a transport can be checked alone.
 actor LinkDriver {
     private(set) var machine: CallMachine

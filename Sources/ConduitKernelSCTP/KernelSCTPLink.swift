@@ -5,14 +5,15 @@ public import ConduitCore
 import Glibc
 #endif
 
-/// One kernel SCTP association as a ``TransportLink``: each frame is one SCTP user message.
+/// One kernel SCTP association as a `TransportLink`: each frame is one SCTP user message.
 ///
 /// SCTP itself retransmits, orders per stream and fragments, so the link is reliable and ordered
 /// for the call (the core's reliability engine is not stacked on it) and unreliable session types
 /// get SCTP's partial reliability instead. Frames are spread over the negotiated outbound streams by
-/// their ``LinkChannelMap`` channel: the call's own frames on stream 0, each data session on
+/// their `LinkChannelMap` channel: the call's own frames on stream 0, each data session on
 /// `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do not wait for it.
 public final class KernelSCTPLink: TransportLink {
+    /// Reliable and ordered, with partial reliability (PR-SCTP); 16 KiB frames, messages up to 64 KiB.
     public let capabilities = TransportCapabilities(
         isReliable: true, isOrdered: true, supportsPartialReliability: true,
         maxDatagramSize: KernelSCTPLink.maxMessage, mtu: KernelSCTPLink.frameSize)
@@ -40,6 +41,7 @@ public final class KernelSCTPLink: TransportLink {
         return UInt16(1 + channel % UInt32(streams - 1))
     }
 
+    /// Sends each datagram of the batch as one SCTP message on its session's stream, with the session type's ordering and partial reliability. Suspends while the socket's send buffer is full; throws `connectionClosed` once the association is gone.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         for index in 0..<batch.count {
             let range = batch.range(of: index)
@@ -50,6 +52,7 @@ public final class KernelSCTPLink: TransportLink {
         }
     }
 
+    /// The next SCTP messages received, or nil once the peer shut the association down.
     public func read() async throws(ConduitError) -> DatagramBatch? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.maxMessage, alignment: 8)
         defer { buffer.deallocate() }
@@ -69,6 +72,7 @@ public final class KernelSCTPLink: TransportLink {
         }
     }
 
+    /// Shuts the association down gracefully and closes the socket.
     public func close() async {
         socket.shutdownNow()
     }
@@ -90,6 +94,7 @@ public final class KernelSCTPListener: TransportListener {
         return try KernelSCTPLink(socket: accepted, remoteDescription: peer)
     }
 
+    /// Stops accepting: a pending `accept` returns nil; accepted links keep working.
     public func close() async {
         socket.shutdownNow()
     }

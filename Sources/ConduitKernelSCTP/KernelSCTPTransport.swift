@@ -11,12 +11,12 @@ import Glibc
 /// A second SCTP backend beside usrsctp (`sctp+udp://`, the default): native SCTP packets (IP
 /// protocol 132) on one-to-one style sockets (`SOCK_STREAM`, RFC 6458 section 4), where the kernel
 /// supports them. Every Conduit frame is one SCTP user message. Frames go on the SCTP stream of their
-/// data session (``LinkChannelMap/classify(_:)``), so sessions do not block each other, with the
+/// data session (`LinkChannelMap.classify(_:)`), so sessions do not block each other, with the
 /// session type's delivery: ordered or unordered (`SCTP_UNORDERED`), and partial reliability
 /// (RFC 3758) through `sctp_sendv` with `SCTP_PR_SCTP_RTX` or `SCTP_PR_SCTP_TTL`.
 ///
 /// Where the kernel has no SCTP (no `sctp` module, as on our CI machines and in most containers),
-/// `connect` and `listen` throw ``ConduitError/Code/unsupportedByTransport`` saying so and pointing
+/// `connect` and `listen` throw `ConduitError.Code.unsupportedByTransport` saying so and pointing
 /// to `sctp+udp://`. Only that path is tested here; the socket path is untested on these machines.
 ///
 /// Silent by default; given a `Logger` it logs listeners and associations, and why the kernel
@@ -50,6 +50,7 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 
+    /// Connects a one-to-one SCTP socket to `url`'s host and port. Throws `unsupportedByTransport` where the kernel has no SCTP, `timedOut` after `connectTimeout`, `connectionFailed` if refused.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         do throws(ConduitError) {
             let link = try await connectLink(to: url)
@@ -75,6 +76,7 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 
+    /// Listens on `url`'s host and port (port 0: an ephemeral one). Throws `unsupportedByTransport` where the kernel has no SCTP, `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         do throws(ConduitError) {
             let listener = try listenSocket(on: url)

@@ -3,7 +3,7 @@ import DequeModule
 import Synchronization
 
 /// One direction of an impaired loopback link: decides each datagram's fate with an
-/// ``ImpairmentModel`` and releases survivors into the receiver's inbox when they are due.
+/// `ImpairmentModel` and releases survivors into the receiver's inbox when they are due.
 ///
 /// Like a router queue, it is bounded: datagrams that would push more than `capacity` bytes into
 /// flight are dropped and counted (tail drop), so an impaired link never buffers without limit.

@@ -8,6 +8,7 @@ public final class LoopbackHub: Sendable {
     private let listeners = Mutex<[String: LoopbackListener]>([:])
     private let partitions = Mutex<[String: PartitionSwitch]>([:])
 
+    /// Makes an empty hub: no names bound. Transports that share a hub reach each other's listeners.
     public init() {}
 
     func bind(_ name: String, _ listener: LoopbackListener) throws(ConduitError) {

@@ -3,6 +3,7 @@ public import ConduitCore
 /// One end of an in-process link: it reads its own inbox and writes into its peer's.
 /// Batches cross without a copy (arrays are shared copy-on-write and never mutated after sending).
 public final class LoopbackLink: TransportLink {
+    /// Reliable and ordered on a clean link; unreliable and unordered when the URL asks for impairment.
     public let capabilities: TransportCapabilities
     public let remoteDescription: String
     private let inbox: AsyncBoundedChannel<DatagramBatch>
@@ -46,6 +47,7 @@ public final class LoopbackLink: TransportLink {
         delayLine?.statistics
     }
 
+    /// Sends a batch to the peer. Suspends while the direction's window is full (a clean link); an impaired link queues or tail-drops instead. Throws `protocolViolation` for a datagram over the limit and `connectionClosed` once either end closed.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         guard !batch.isEmpty else { return }
         var start = 0
@@ -68,6 +70,7 @@ public final class LoopbackLink: TransportLink {
         }
     }
 
+    /// The next batch the peer wrote, or nil once the peer closed and everything sent before was read.
     public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.next() }
 
     /// Closes both directions: the peer drains what was already sent, then reads nil.

@@ -7,18 +7,23 @@ public import ConduitCore
 /// - `window`: bytes in flight per direction before `write` suspends (default 4 MiB): this is the
 ///   backpressure a slow reader exerts on its peer. On an impaired link it is the emulated
 ///   router queue instead: past it, datagrams are tail-dropped.
-/// - Impairment (user-space netem, seeded, per direction; see ``ImpairmentConfiguration``): taken
+/// - Impairment (user-space netem, seeded, per direction; see `ImpairmentConfiguration`): taken
 ///   from the connecting URL, else from the listening one. An impaired link declares itself
 ///   unreliable and unordered, so the core supplies reliability over it.
 ///   ``LoopbackHub/setPartitioned(_:_:)`` blacks it out.
 public struct LoopbackTransport: Transport {
+    /// The default datagram size, in bytes (the `mtu` option): 1,200-byte payloads after the headers, as on a network.
     public static let defaultMTU = 1_232
+    /// The default bytes in flight per direction (the `window` option): 4 MiB.
     public static let defaultWindow = 4 * 1024 * 1024
+    /// The largest datagram, in bytes, a loopback link accepts (the `mtu` option's maximum).
     public static let maxDatagramSize = 65_535
 
+    /// Where this transport's listeners bind their names; runtimes that share it reach each other.
     public let hub: LoopbackHub
     public var schemes: [String] { ["loopback"] }
 
+    /// Makes a transport on `hub` (a new, private hub by default).
     public init(hub: LoopbackHub = LoopbackHub()) {
         self.hub = hub
     }
@@ -44,6 +49,7 @@ public struct LoopbackTransport: Transport {
         }
     }
 
+    /// Binds `url`'s name in the hub. Throws `addressInUse` if a listener already has it, `invalidConfiguration` for bad options.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         let options = try Options(url)
         let listener = LoopbackListener(name: url.host, url: url, options: options, hub: hub)
@@ -51,6 +57,7 @@ public struct LoopbackTransport: Transport {
         return listener
     }
 
+    /// Connects to the listener bound at `url`'s name; throws `connectionFailed` if nothing is bound there.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         let options = try Options(url)
         guard let listener = hub.listener(named: url.host) else {
@@ -76,6 +83,7 @@ public struct LoopbackTransport: Transport {
     }
 }
 
+/// Accepts links that connect to one name of a ``LoopbackHub``.
 public final class LoopbackListener: TransportListener {
     let name: String
     let options: LoopbackTransport.Options
@@ -94,6 +102,7 @@ public final class LoopbackListener: TransportListener {
 
     public func accept() async throws(ConduitError) -> (any TransportLink)? { await backlog.next() }
 
+    /// Unbinds the name: a pending `accept` returns nil; links already accepted keep working.
     public func close() async {
         hub.unbind(name, self)
         backlog.finish()

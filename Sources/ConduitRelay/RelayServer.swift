@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Hosts a ``RelayMachine`` on any number of transport listeners: the relay as a library, used in
+/// Hosts a `RelayMachine` on any number of transport listeners: the relay as a library, used in
 /// process for loopback rooms and by `conduit relay`.
 ///
 /// The control plane is this actor. Per link there is one reader task (a batch per hop into the
@@ -15,6 +15,7 @@ import Darwin
 /// per-receiver caps decide what happens to that receiver's queue meanwhile. Links that lose
 /// datagrams (UDP) get the reliability engine, as calls do.
 public actor RelayServer {
+    /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public nonisolated let configuration: RelayConfiguration
     private var machine: RelayMachine
     private var authority: RelayTokenAuthority
@@ -38,7 +39,11 @@ public actor RelayServer {
         var tasks: [Task<Void, Never>] = []
     }
 
+    /// Makes a relay that listens nowhere yet (see ``listen(on:)``).
     /// - Parameters:
+    ///   - authority: checks join tokens (signature, expiry, room, peer, replays).
+    ///   - configuration: room caps, peer-list coalescing, per-receiver queue limits, invitation limits.
+    ///   - registry: the transports ``listen(on:)`` resolves URLs with; share the peers' registry for loopback rooms.
     ///   - wallClock: Unix time in seconds, for token expiry (a parameter so tests can move it).
     public init(
         authority: RelayTokenAuthority,
@@ -54,6 +59,7 @@ public actor RelayServer {
         self.origin = clock.now
     }
 
+    /// The system's wall clock in Unix seconds: the default `wallClock`, against which tokens expire.
     public static let unixTime: @Sendable () -> UInt64 = { UInt64(max(0, time(nil))) }
 
     private func now() -> ConduitInstant {
@@ -73,6 +79,7 @@ public actor RelayServer {
         return listener.localURL
     }
 
+    /// Counters of joins, refusals by reason, frames relayed and dropped.
     public var statistics: RelayStatistics { machine.statistics }
 
     /// The invitation table and its counters (issue 8).

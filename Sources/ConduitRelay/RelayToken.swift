@@ -16,19 +16,27 @@ import Crypto
 ///
 /// The token ID lets the relay refuse a second join with the same token (a replay).
 public struct RelayToken: Sendable, Hashable {
+    /// What every token's text starts with (the format's version).
     public static let prefix = "ct1."
+    /// Bytes of a token's random ID.
     public static let idSize = 16
 
+    /// The room the token joins.
     public var room: RoomID
+    /// The peer ID the bearer joins as; the relay stamps it on everything the bearer sends.
     public var peer: PeerID
+    /// Whether the bearer may send (data sessions, tracks, channels).
     public var canPublish: Bool
+    /// Whether the bearer may receive and subscribe to subgroups.
     public var canSubscribe: Bool
     /// Subgroups the peer may subscribe to; nil means any.
     public var allowedSubgroups: Set<SubgroupName>?
     /// Unix time (seconds) after which the token is refused.
     public var expiresAt: UInt64
+    /// The token's random ID (``idSize`` bytes); the relay refuses a second join with the same ID.
     public var id: [UInt8]
 
+    /// Makes a token; `id` defaults to fresh random bytes. Its text is ``signed(with:)``.
     public init(
         room: RoomID,
         peer: PeerID,
@@ -48,6 +56,7 @@ public struct RelayToken: Sendable, Hashable {
         self.id = id ?? (0..<Self.idSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
+    /// What the relay lets the bearer do once joined.
     public var grant: RelayGrant {
         RelayGrant(room: room, peer: peer, canPublish: canPublish, canSubscribe: canSubscribe, allowedSubgroups: allowedSubgroups)
     }
@@ -138,6 +147,7 @@ public struct RelaySecret: Sendable {
     let bytes: [UInt8]
     var key: SymmetricKey { SymmetricKey(data: bytes) }
 
+    /// Uses `bytes` as the secret. Throws `invalidConfiguration` if shorter than 16 bytes.
     public init(bytes: [UInt8]) throws(ConduitError) {
         guard bytes.count >= 16 else {
             throw ConduitError(.invalidConfiguration, "the relay secret is \(bytes.count) bytes; at least 16 are needed")
@@ -158,10 +168,13 @@ public struct RelaySecret: Sendable {
 /// Verifies join tokens for the relay: signature, expiry, room, peer, and replays (each token ID
 /// joins once; IDs are remembered until their token expires, at most `maxRemembered` of them).
 public struct RelayTokenAuthority: Sendable {
+    /// The key tokens are signed and checked with.
     public let secret: RelaySecret
+    /// How many used token IDs are remembered against replays; the oldest are forgotten first.
     public let maxRemembered: Int
     var used: [[UInt8]: UInt64] = [:]
 
+    /// Makes an authority that signs and checks with `secret`.
     public init(secret: RelaySecret, maxRemembered: Int = 100_000) {
         self.secret = secret
         self.maxRemembered = maxRemembered

@@ -10,6 +10,7 @@ import Darwin
 /// Read directly because turning a `ContinuousClock` reading into nanoseconds goes through
 /// `Duration`'s 128-bit arithmetic, which showed in profiles at one reading per message.
 public enum MonotonicClock {
+    /// Now, in nanoseconds since an arbitrary point (`CLOCK_MONOTONIC`); never goes backwards.
     public static func nanoseconds() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)

@@ -15,6 +15,7 @@ extension ReliableLink.Configuration {
     /// The query keys read here are ``ReliableLink/Configuration/urlOptionKeys`` (declared in the
     /// core, so transports list them among the options they accept); they are taken out of the URL
     /// before the transport sees it.
+    /// Reads the engine's options from `url`'s query (table above), defaults for those absent. Throws `invalidConfiguration` naming an option whose value is out of range.
     public init(url: TransportURL) throws(ConduitError) {
         self.init()
         let keepalive = try url.intOption("keepalive-ms", default: 5_000, in: 0...3_600_000)

@@ -4,18 +4,22 @@ public import ConduitCore
 /// transports directly rather than through `ConduitRuntime` (which wraps unreliable links itself),
 /// and for the conformance suite. Links that are already reliable and ordered pass through.
 public struct ReliableTransport: Transport {
+    /// The transport whose links get the engine.
     public let inner: any Transport
 
+    /// Wraps `inner`: its lossy links get the reliability engine, reliable ones pass through unchanged.
     public init(wrapping inner: any Transport) { self.inner = inner }
 
     public var schemes: [String] { inner.schemes }
 
+    /// Connects through the inner transport and wraps the link if it may lose, duplicate or reorder datagrams. The engine's options come from `url`'s query.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         let configuration = try ReliableLink.Configuration(url: url)
         let link = try await inner.connect(to: url.withoutReliableLinkOptions)
         return await ReliableTransportLink.wrapIfNeeded(link, configuration: configuration)
     }
 
+    /// Listens through the inner transport; each accepted link is wrapped as by ``connect(to:)``.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         let configuration = try ReliableLink.Configuration(url: url)
         let listener = try await inner.listen(on: url.withoutReliableLinkOptions)

@@ -2,21 +2,23 @@ public import ConduitCore
 public import CoreMetrics
 public import Logging
 
-/// The core's reliability engine (``ReliableLink``) driven over a link that loses, duplicates and
+/// The core's reliability engine (`ReliableLink`) driven over a link that loses, duplicates and
 /// reorders datagrams (raw UDP, impaired loopback), presenting a reliable, ordered
-/// ``TransportLink`` to the call above it: "the core supplies what a transport lacks".
+/// `TransportLink` to the call above it: "the core supplies what a transport lacks".
 ///
 /// One actor per link. Three tasks feed it, each one hop per batch, never per packet: the reader
 /// (inner link → engine), the pump (engine → inner link) and a timer for the engine's deadlines.
-/// Frames from the call are put on channels by ``LinkChannelMap`` (one per data session, with
+/// Frames from the call are put on channels by `LinkChannelMap` (one per data session, with
 /// the session type's delivery), so a lossy unreliable session never stalls a reliable one.
 ///
-/// When the inner link has a ``TransportLink/preferredExecutor`` (a UDP link's event loop), the
+/// When the inner link has a `TransportLink.preferredExecutor` (a UDP link's event loop), the
 /// actor runs on it: datagrams go from socket to engine and acknowledgements back without a
 /// thread hop, and a call driving this link on the same executor reaches it without one either.
 public actor ReliableTransportLink: TransportLink {
+    /// What the link offers above the engine: reliable and ordered, with partial reliability.
     public nonisolated let capabilities: TransportCapabilities
     public nonisolated let remoteDescription: String
+    /// The engine's options: keepalive, idle timeout, receive window, acknowledgement policy.
     public nonisolated let configuration: ReliableLink.Configuration
 
     private let inner: any TransportLink
@@ -108,6 +110,7 @@ public actor ReliableTransportLink: TransportLink {
 
     // MARK: TransportLink
 
+    /// Hands the batch's frames to the engine, which sends, retransmits and paces them. Suspends while the send window is full; throws `connectionClosed` once the link closed or the peer went idle.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         // One clock reading per batch (until the write has to wait): frames handed over together
         // are queued at the same instant.
@@ -188,6 +191,7 @@ public actor ReliableTransportLink: TransportLink {
         await close(drainTimeout: .seconds(2))
     }
 
+    /// Closes gracefully, waiting at most `drainTimeout` for what was written to be acknowledged, then closes the inner link.
     public func close(drainTimeout: Duration) async {
         guard !isClosed else { return }
         await waitUntilQuiescent(limit: drainTimeout)

@@ -14,10 +14,14 @@ import Musl
 ///
 /// Its `description` never shows the secret bytes.
 public struct SRTPKeyMaterial: Hashable, Sendable, CustomStringConvertible {
+    /// The profile the lengths were checked against.
     public let profile: SRTPProfile
+    /// The master key: 16 bytes for the profiles here.
     public let masterKey: [UInt8]
+    /// The master salt: 14 bytes for AES-CM, 12 for GCM.
     public let masterSalt: [UInt8]
 
+    /// Makes key material, checking the lengths `profile` needs. Throws `invalidConfiguration` on a wrong length.
     public init(profile: SRTPProfile, masterKey: [UInt8], masterSalt: [UInt8]) throws(ConduitError) {
         guard masterKey.count == profile.masterKeyLength else {
             throw ConduitError(

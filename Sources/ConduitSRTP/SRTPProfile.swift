@@ -8,6 +8,7 @@ public enum SRTPProfile: String, Hashable, Sendable, CaseIterable, CustomStringC
     /// AEAD_AES_128_GCM with a 16-octet tag (RFC 7714).
     case aeadAES128GCM = "aead-aes-128-gcm"
 
+    /// The profile used when a key is given without `srtp=`: AES-CM-128 with HMAC-SHA1-80.
     public static let `default`: SRTPProfile = .aesCM128HmacSha1_80
 
     /// The profile named `name` (`aes-cm-128-hmac-sha1-80`, `aes-cm-128-hmac-sha1-32`,
@@ -16,6 +17,7 @@ public enum SRTPProfile: String, Hashable, Sendable, CaseIterable, CustomStringC
         self.init(rawValue: name.lowercased())
     }
 
+    /// The profile's name in the URL's `srtp=` option.
     public var name: String { rawValue }
     public var description: String { rawValue }
 

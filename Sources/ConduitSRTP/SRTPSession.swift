@@ -17,12 +17,18 @@ public enum SRTPVerdict: Hashable, Sendable {
 /// Packets through an ``SRTPSession``. `protected` and `unprotected` count successes (RTP and
 /// RTCP together); the others count the inbound packets rejected for each reason.
 public struct SRTPStatistics: Hashable, Sendable {
+    /// Packets protected for sending (SRTP and SRTCP).
     public var protected: UInt64 = 0
+    /// Packets received that authenticated and were not replays.
     public var unprotected: UInt64 = 0
+    /// Packets received that failed authentication (forged, corrupted, or other keys).
     public var authFailures: UInt64 = 0
+    /// Packets received again within the replay window.
     public var replays: UInt64 = 0
+    /// Packets received too short or otherwise unreadable.
     public var malformed: UInt64 = 0
 
+    /// All counters at zero.
     public init() {}
 }
 
@@ -41,12 +47,16 @@ private enum LibSRTP {
 /// Not `Sendable`: libsrtp contexts are not thread-safe, so a session belongs to one event loop
 /// (or one task) which does all its protecting and unprotecting.
 public final class SRTPSession {
+    /// The replay window's default size, in packets.
     public static let defaultReplayWindow = 1024
     /// libsrtp's bounds on `window_size`.
     public static let replayWindowRange = 64...0x7FFF
 
+    /// The protection profile of both directions.
     public let profile: SRTPProfile
+    /// The replay window, in packets: how far back a late packet is still accepted once.
     public let replayWindow: Int
+    /// What this session protected and rejected so far.
     public private(set) var statistics = SRTPStatistics()
 
     private let outbound: srtp_t
@@ -54,7 +64,10 @@ public final class SRTPSession {
     /// Octets libsrtp may append when protecting (`SRTP_MAX_TRAILER_LEN`).
     private let trailerCapacity = Int(conduit_srtp_max_trailer_len())
 
+    /// Makes a session with one libsrtp context per direction. Throws `invalidConfiguration` if
+    /// libsrtp refuses the keys or the window.
     /// - Parameters:
+    ///   - profile: the protection profile of both directions.
     ///   - outbound: the keys we protect with (the peer's inbound keys).
     ///   - inbound: the keys the peer protects with (the peer's outbound keys).
     ///   - replayWindow: packets of libsrtp's replay window (`window_size`, 64 to 32767).

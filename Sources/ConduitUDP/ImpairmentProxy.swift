@@ -10,14 +10,19 @@ public import NIOPosix
 /// ```
 ///
 /// The client is whoever last sent to the listening socket (as behind a NAT). Each direction has
-/// its own seeded ``ImpairmentModel``; deliveries are scheduled on the proxy's event loop, where
+/// its own seeded `ImpairmentModel`; deliveries are scheduled on the proxy's event loop, where
 /// all of its state lives. Only what the caller names is ever addressed: the upstream given, and
 /// the client that wrote first.
 public final class ImpairmentProxy: Sendable {
+    /// Where the proxy listens, where it forwards to, and what it does to each direction.
     public struct Configuration: Sendable {
+        /// The address clients send to; the proxy binds it (port 0: an ephemeral port).
         public var listen: UDPEndpoint
+        /// The address the proxy forwards the client's datagrams to.
         public var upstream: UDPEndpoint
+        /// What happens to datagrams from the client on their way upstream.
         public var clientToUpstream: ImpairmentConfiguration
+        /// What happens to datagrams from upstream on their way back to the client.
         public var upstreamToClient: ImpairmentConfiguration
 
         /// Both directions impaired alike, with independent seeds (`seed` and `seed + 1`).
@@ -31,19 +36,31 @@ public final class ImpairmentProxy: Sendable {
         }
     }
 
+    /// What the proxy did to one direction's datagrams, counted since it started.
     public struct DirectionStatistics: Sendable, Hashable, Codable {
+        /// Datagrams that arrived.
         public var received = 0
+        /// Datagrams sent on, duplicates included.
         public var forwarded = 0
+        /// Datagrams lost on purpose (the `loss` probability, or the rate limit's queue).
         public var dropped = 0
+        /// Datagrams lost while the proxy was partitioned.
         public var droppedByPartition = 0
+        /// Extra copies sent (the `dup` probability).
         public var duplicated = 0
+        /// Datagrams held back and sent after later ones (the `reorder` probability).
         public var reordered = 0
+        /// Datagrams sent with a flipped bit (the `corrupt` probability).
         public var corrupted = 0
+        /// Bytes sent on, duplicates included.
         public var bytesForwarded = 0
     }
 
+    /// What the proxy did in both directions.
     public struct Statistics: Sendable, Hashable, Codable {
+        /// From the client to upstream.
         public var clientToUpstream = DirectionStatistics()
+        /// From upstream back to the client.
         public var upstreamToClient = DirectionStatistics()
         /// Datagrams dropped because they came from neither the upstream nor (before any client
         /// wrote) could be returned to anyone.
@@ -187,10 +204,12 @@ public final class ImpairmentProxy: Sendable {
         }.get()
     }
 
+    /// The counters so far; reads them on the proxy's event loop.
     public func statistics() async -> Statistics {
         (try? await state.eventLoop.submit { [state] in state.value.statistics }.get()) ?? Statistics()
     }
 
+    /// Closes both sockets; datagrams still scheduled are dropped.
     public func stop() async {
         try? await front.close()
         try? await back.close()

@@ -39,6 +39,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     }
 
     @usableFromInline let state = Mutex(State())
+    /// The most weight buffered before `send` suspends (each element weighs what the channel's weigh function says, in bytes for sessions).
     public let capacity: Int
     @usableFromInline let weigh: @Sendable (Element) -> Int
 
@@ -185,7 +186,9 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         return discarded
     }
 
+    /// Whether the channel was finished; the consumer reads what is buffered, then nil.
     public var isFinished: Bool { state.withLock { $0.finished } }
+    /// The weight buffered now.
     public var bufferedWeight: Int { state.withLock { $0.weight } }
 
     public struct AsyncIterator: AsyncIteratorProtocol {

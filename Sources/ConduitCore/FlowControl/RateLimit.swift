@@ -1,5 +1,6 @@
 /// A per-session sending rate cap.
 public enum RateLimit: Hashable, Sendable, CustomStringConvertible {
+    /// At most this many bits per second.
     case bitsPerSecond(Int)
     /// No pacing: for benchmarks and local links. Queues still bound memory.
     case unlimited
@@ -40,12 +41,14 @@ public enum RateLimit: Hashable, Sendable, CustomStringConvertible {
 /// Credit may go negative by at most one frame: a frame is released whenever the balance is
 /// positive, which keeps large frames from starving under a small cap.
 public struct Pacer: Sendable {
+    /// The rate this pacer enforces.
     public let limit: RateLimit
     /// Largest burst, in bytes, released back to back after an idle period.
     public let burstBytes: Int
     private var credit: Double
     private var lastRefill: ConduitInstant
 
+    /// Makes a pacer with full credit at `now`. `burstBytes` defaults to a few frames' worth.
     public init(limit: RateLimit, burstBytes: Int? = nil, now: ConduitInstant) {
         self.limit = limit
         switch limit {
@@ -73,6 +76,7 @@ public struct Pacer: Sendable {
         return credit > 0
     }
 
+    /// Charges `bytes` just sent against the credit (which may go negative by one frame).
     public mutating func consume(_ bytes: Int, now: ConduitInstant) {
         guard case .bitsPerSecond = limit else { return }
         refill(now: now)
@@ -100,10 +104,14 @@ public struct Pacer: Sendable {
 /// `onThreshold`, off again only once it has fallen to `offThreshold`, so the app is not flooded
 /// with events while the queue hovers around one value.
 public struct QueueDelayMonitor: Sendable, Hashable {
+    /// The queueing delay at which the event turns on.
     public var onThreshold: Duration
+    /// The queueing delay at or below which it turns off again; at most ``onThreshold``.
     public var offThreshold: Duration
+    /// Whether the event is on now (`tooLongQueuedData(enabled: true)` was the last reported).
     public private(set) var isTooLong = false
 
+    /// Makes a monitor that is off, with the default thresholds of 500 ms and 100 ms.
     public init(onThreshold: Duration = .milliseconds(500), offThreshold: Duration = .milliseconds(100)) {
         precondition(offThreshold <= onThreshold, "the off threshold must not exceed the on threshold")
         self.onThreshold = onThreshold

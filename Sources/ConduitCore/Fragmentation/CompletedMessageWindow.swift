@@ -8,11 +8,13 @@
 /// instead of shifting the whole map. IDs older than the window count as already delivered: a
 /// sender's message IDs only grow, so such a fragment can only be a very late duplicate.
 public struct CompletedMessageWindow: Sendable, Hashable {
+    /// Message IDs remembered at and below the highest completed one.
     public static let size = 4096
     private static let mask = UInt32(size - 1)
     private var highest: UInt32?
     private var ring: [UInt64]
 
+    /// Makes an empty window: nothing completed yet.
     public init() {
         ring = []
     }
@@ -26,6 +28,7 @@ public struct CompletedMessageWindow: Sendable, Hashable {
         return test(id)
     }
 
+    /// Records `id` as delivered, moving the window forward if it is the newest.
     public mutating func insert(_ id: UInt32) {
         guard let current = highest else {
             highest = id

@@ -1,6 +1,7 @@
 /// One fragment of a bytes-type send, as a receiver gets it: bytes sessions deliver fragments
 /// unaggregated, with what the app needs to aggregate them itself.
 public struct ReceivedFragment: Sendable, Hashable {
+    /// The send's number within the session, shared by its fragments.
     public var messageID: UInt32
     /// Where these bytes go in the whole send.
     public var offset: Int
@@ -8,12 +9,15 @@ public struct ReceivedFragment: Sendable, Hashable {
     public var totalLength: Int
     /// Payload bytes per fragment for this send (all fragments but the last have exactly this many).
     public var fragmentSize: Int
+    /// The sender's user-defined timestamp of the send.
     public var timestamp: UInt64
+    /// This fragment's bytes.
     public var bytes: [UInt8]
     /// Who sent it, in a conference (stamped by the relay); nil in a 1:1 call. Aggregate
     /// fragments per sender: message IDs are each sender's own.
     public var sender: PeerID?
 
+    /// Makes a fragment (for tests and transports of your own).
     public init(messageID: UInt32, offset: Int, totalLength: Int, fragmentSize: Int, timestamp: UInt64, bytes: [UInt8], sender: PeerID? = nil) {
         self.messageID = messageID
         self.offset = offset
@@ -24,6 +28,7 @@ public struct ReceivedFragment: Sendable, Hashable {
         self.sender = sender
     }
 
+    /// Whether these bytes end the send (the fragments may arrive in another order on unreliable sessions).
     public var isLast: Bool { offset + bytes.count >= totalLength }
 }
 
@@ -34,7 +39,11 @@ public struct FragmentAggregator: Sendable {
     private let streamID: StreamID
     private let sessionType: SessionType
 
-    /// - Parameter configuration: caps; the default allows 4 sends of 4 MiB in progress at once.
+    /// Makes an aggregator for one inbound bytes session.
+    /// - Parameters:
+    ///   - streamID: the session's stream ID.
+    ///   - sessionType: `reliableBytes` or `unreliableBytes`: whether incomplete sends time out.
+    ///   - configuration: caps; the default allows 4 sends of 4 MiB in progress at once.
     public init(
         streamID: StreamID,
         sessionType: SessionType = .reliableBytes,
@@ -45,6 +54,7 @@ public struct FragmentAggregator: Sendable {
         self.sessionType = sessionType
     }
 
+    /// Sends rebuilt, and fragments refused or dropped, counted.
     public var statistics: Reassembler.Statistics { reassembler.statistics }
 
     /// Adds a fragment; returns the whole send once its last missing fragment arrives.

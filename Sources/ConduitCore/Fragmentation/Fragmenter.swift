@@ -3,13 +3,22 @@
 /// A value type with a cursor, so that a paced sender can emit a message a few fragments at a
 /// time. It copies each payload byte exactly once, into the caller's ``DatagramBatch``.
 public struct Fragmenter: Sendable {
+    /// The header every fragment of this send carries; only the offset changes.
     public let header: DataFrameHeader
+    /// Where the next fragment starts in the send, in bytes.
     public private(set) var nextOffset: Int = 0
     /// True once the final fragment was emitted (an empty message has one, empty, fragment).
     public private(set) var isFinished = false
 
+    /// Prepares the fragments of one send.
     /// - Parameters:
+    ///   - streamID: the session's stream ID.
+    ///   - sessionType: the session's type, carried in every frame header.
+    ///   - subgroupID: the subgroup's number on the link (0: none).
+    ///   - messageID: the send's number within the session, shared by its fragments.
+    ///   - totalLength: the send's length in bytes.
     ///   - fragmentSize: payload bytes per frame: the transport's datagram size less the 32-byte header.
+    ///   - timestamp: the app's user-defined timestamp, carried in every fragment.
     public init(
         streamID: StreamID,
         sessionType: SessionType,
@@ -35,8 +44,11 @@ public struct Fragmenter: Sendable {
         )
     }
 
+    /// The send's length, in bytes.
     public var totalLength: Int { Int(header.totalLength) }
+    /// How many fragments the send takes (at least one, for an empty send).
     public var fragmentCount: Int { header.fragmentCount }
+    /// Bytes not yet handed out as fragments.
     public var remainingBytes: Int { isFinished ? 0 : totalLength - nextOffset }
 
     /// Size on the wire of the next frame, or 0 when finished.

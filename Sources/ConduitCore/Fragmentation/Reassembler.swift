@@ -11,12 +11,16 @@
 /// per reassembler, which the runtime keeps one of per peer. Incomplete *unreliable* messages are
 /// dropped after `incompleteTimeout`. Every refusal is counted in ``Reassembler/Statistics``.
 public struct Reassembler: Sendable {
+    /// Caps on what one reassembler holds, and how long unreliable messages may stay incomplete.
     public struct Configuration: Sendable, Hashable {
+        /// The most messages in progress at once.
         public var maxIncompleteMessages: Int
+        /// The most bytes held for messages in progress, counted by the sizes they claim.
         public var maxBufferedBytes: Int
         /// How long an incomplete unreliable message may wait for its missing fragments.
         public var incompleteTimeout: Duration
 
+        /// Makes a configuration: 64 messages, 16 MiB, 3 s by default.
         public init(maxIncompleteMessages: Int = 64, maxBufferedBytes: Int = 16 * 1024 * 1024, incompleteTimeout: Duration = .seconds(3)) {
             self.maxIncompleteMessages = maxIncompleteMessages
             self.maxBufferedBytes = maxBufferedBytes
@@ -24,7 +28,9 @@ public struct Reassembler: Sendable {
         }
     }
 
+    /// What the reassembler completed and refused, counted since it was made.
     public struct Statistics: Sendable, Hashable {
+        /// Messages completed and handed over.
         public var completedMessages = 0
         /// Fragments already received for their message, or for a message already delivered
         /// (counted, then ignored).
@@ -37,13 +43,19 @@ public struct Reassembler: Sendable {
         public var messagesDroppedTimedOut = 0
         /// Incomplete messages evicted to make room for newer unreliable ones.
         public var messagesEvicted = 0
+        /// All counters at zero.
         public init() {}
     }
 
+    /// What identifies a message in progress: its stream, subgroup and message ID.
     public struct Key: Hashable, Sendable {
+        /// The session's stream ID.
         public var streamID: StreamID
+        /// The subgroup's number on the link (0: none).
         public var subgroupID: UInt16
+        /// The send's number within its session.
         public var messageID: UInt32
+        /// Makes a key.
         public init(streamID: StreamID, subgroupID: UInt16, messageID: UInt32) {
             self.streamID = streamID
             self.subgroupID = subgroupID
@@ -53,15 +65,21 @@ public struct Reassembler: Sendable {
 
     /// A completed message.
     public struct Message: Sendable, Hashable {
+        /// Which message this is.
         public var key: Key
+        /// The session type it was sent with.
         public var sessionType: SessionType
+        /// The sender's user-defined timestamp.
         public var timestamp: UInt64
+        /// The whole message.
         public var bytes: [UInt8]
     }
 
+    /// What happened to a fragment.
     public enum Outcome: Sendable, Hashable {
         /// Stored; more fragments are needed.
         case incomplete
+        /// The fragment completed its message, which is returned.
         case complete(Message)
         /// Not stored; the reason was counted.
         case dropped
@@ -79,7 +97,9 @@ public struct Reassembler: Sendable {
         @usableFromInline let firstSeen: ConduitInstant
     }
 
+    /// The caps this reassembler enforces.
     public var configuration: Configuration
+    /// What it completed and refused so far.
     public private(set) var statistics = Statistics()
     /// Messages in progress live in a flat array of slots, found through `slotOf`. Reading a
     /// field as `slots[slot]!.field` goes straight to the element: a dictionary's value getter
@@ -95,6 +115,7 @@ public struct Reassembler: Sendable {
     /// Recently delivered message IDs per stream, so late duplicates are not delivered twice.
     /// At most ``maxTrackedStreams`` streams are remembered (512 bytes each).
     var delivered: [StreamKey: CompletedMessageWindow] = [:]
+    /// The most streams whose completed message IDs are remembered (to refuse late duplicates).
     public static let maxTrackedStreams = 2048
 
     struct StreamKey: Hashable, Sendable {
@@ -104,11 +125,13 @@ public struct Reassembler: Sendable {
     /// Bytes reserved by incomplete messages, at their claimed size.
     public private(set) var bufferedBytes = 0
 
+    /// Makes an empty reassembler.
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
         slotOf.reserveCapacity(configuration.maxIncompleteMessages)
     }
 
+    /// Messages in progress now.
     public var incompleteMessages: Int { slotOf.count }
 
     /// Takes one validated fragment (see ``DataFrameHeader/parse(_:)``).

@@ -4,7 +4,9 @@
 /// loopback transport and `conduit impair` share: `loss`, `dup`, `reorder`, `corrupt` (0...1),
 /// `delay-ms`, `jitter-ms`, `rate` (`10mbps`, bits/s, `unlimited`), `seed`.
 public struct ImpairmentConfiguration: Hashable, Sendable {
+    /// Chance that a datagram is dropped (0…1).
     public var loss: Double = 0
+    /// Chance that a datagram is delivered twice (0…1).
     public var duplicate: Double = 0
     /// Chance that a datagram is held back by ``reorderHold`` so later ones overtake it.
     public var reorder: Double = 0
@@ -19,8 +21,10 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
     public var rate: RateLimit = .unlimited
     /// How long a reordered datagram is held back.
     public var reorderHold: Duration = .milliseconds(10)
+    /// The seed of the model's random numbers: the same seed replays the same losses.
     public var seed: UInt64 = 1
 
+    /// No impairment: nothing lost, delayed or changed.
     public init() {}
 
     /// No impairment at all.

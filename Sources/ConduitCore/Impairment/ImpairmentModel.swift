@@ -5,23 +5,35 @@
 /// (on virtual time in simulations, on a real clock in the loopback transport and `conduit impair`).
 /// A partition (blackout) drops everything while ``isPartitioned`` is set.
 public struct ImpairmentModel: Sendable {
+    /// What the model did, counted since it was made.
     public struct Statistics: Sendable, Hashable {
+        /// Datagrams submitted.
         public var submitted = 0
+        /// Datagrams dropped by the `loss` probability.
         public var dropped = 0
+        /// Datagrams dropped while partitioned.
         public var droppedByPartition = 0
+        /// Extra copies made (the `dup` probability).
         public var duplicated = 0
+        /// Datagrams delayed past later ones (the `reorder` probability).
         public var reordered = 0
+        /// Datagrams with a bit flipped (the `corrupt` probability).
         public var corrupted = 0
+        /// All counters at zero.
         public init() {}
     }
 
     /// The fate of one datagram: zero, one or two deliveries.
     public struct Decision: Sendable, Hashable {
+        /// When to deliver the datagram: empty if dropped, two entries if duplicated.
         public var deliveries: [Delivery]
+        /// Whether the datagram is lost.
         public var isDropped: Bool { deliveries.isEmpty }
     }
 
+    /// One delivery of a datagram.
     public struct Delivery: Sendable, Hashable {
+        /// When to deliver it.
         public var at: ConduitInstant
         /// Flip bit `bit` of byte `byte` before delivering, if set.
         public var corruption: (byte: Int, bit: UInt8)?
@@ -43,8 +55,11 @@ public struct ImpairmentModel: Sendable {
         }
     }
 
+    /// Probabilities, delays, rate and seed.
     public let configuration: ImpairmentConfiguration
+    /// While true, every datagram is dropped (a network blackout).
     public var isPartitioned = false
+    /// What the model decided so far.
     public private(set) var statistics = Statistics()
     private var random: SeededRandom
     /// When the bottleneck finishes sending what it holds.
@@ -52,6 +67,7 @@ public struct ImpairmentModel: Sendable {
     /// Latest in-order delivery so far: jitter must not reorder.
     private var lastDelivery = ConduitInstant.zero
 
+    /// Makes a model; its random numbers come from `configuration.seed`, so runs repeat exactly.
     public init(configuration: ImpairmentConfiguration) {
         self.configuration = configuration
         self.random = SeededRandom(seed: configuration.seed)

@@ -1,8 +1,10 @@
 /// SplitMix64 (Steele, Lea and Flood, 2014): a tiny seeded generator whose output is fixed by its
 /// seed on every platform, so impaired runs replay exactly.
 public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
+    /// The generator's state; the next output is fixed by it.
     public private(set) var state: UInt64
 
+    /// Makes a generator whose outputs are fixed by `seed`.
     public init(seed: UInt64) { state = seed }
 
     public mutating func next() -> UInt64 {

@@ -2,7 +2,9 @@
 public enum InviteeState: UInt8, Hashable, Sendable {
     /// Invited, no answer yet.
     case pending
+    /// Accepted.
     case accepted
+    /// Rejected.
     case rejected
     /// Did not answer before the deadline.
     case timedOut
@@ -19,18 +21,24 @@ public enum InviteeState: UInt8, Hashable, Sendable {
 public enum InvitationEnd: Hashable, Sendable {
     /// Every invitee accepted, rejected, timed out or left.
     case settled
+    /// The inviter cancelled, or left the relay.
     case cancelled(InvitationEvent.CancelReason)
 }
 
 /// One invitation as the book holds it: its parties, the state of each invitee, and whether it
 /// is still open. Read-only outside the book.
 public struct Invitation: Hashable, Sendable {
+    /// The invitation's ID, unpredictable to other peers.
     public let id: InvitationID
+    /// Who invited, as the relay authenticated it.
     public let inviter: PeerID
+    /// The group (room) the invitation was made in; `nil` for a one-to-one invitation.
     public let groupID: RoomID?
+    /// Who was invited, in order.
     public let invitees: [PeerID]
     /// Emptied when the invitation ends (a tombstone keeps only who answered what).
     public internal(set) var data: [UInt8]
+    /// Seconds to answer; 0 means no deadline.
     public let timeoutSeconds: UInt32
     /// `nil` when the invitation never times out.
     public let deadline: ConduitInstant?
@@ -60,6 +68,7 @@ public struct Invitation: Hashable, Sendable {
         self.pendingCount = invitees.count
     }
 
+    /// Whether some invitee has not settled and the inviter has not cancelled.
     public var isOpen: Bool { end == nil }
 
     /// The state of `peer` if it is an invitee.

@@ -1,8 +1,11 @@
 // Accept, reject and cancel: the rules are listed on ``InvitationBook``.
 
 extension InvitationBook {
+    /// An invitee's answer.
     public enum Answer: UInt8, Hashable, Sendable {
+        /// The invitee accepts.
         case accept = 1
+        /// The invitee rejects.
         case reject = 2
 
         var state: InviteeState { self == .accept ? .accepted : .rejected }
@@ -18,6 +21,7 @@ extension InvitationBook {
         try answer(.reject, id, by: invitee, data: data, now: now)
     }
 
+    /// Applies `invitee`'s answer to `id`. Answering the same way twice is idempotent; throws `InvitationError` (`unknownInvitation`, `invitationEnded`, `notInvitee`, `alreadyAnswered`) otherwise.
     public mutating func answer(_ answer: Answer, _ id: InvitationID, by invitee: PeerID, data: [UInt8], now: ConduitInstant) throws(InvitationError) {
         try checkData(data)
         settleDeadline(of: id, now: now)

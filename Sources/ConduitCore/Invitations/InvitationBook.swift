@@ -66,18 +66,26 @@ import DequeModule
 /// for delivery in book.takeDeliveries() { relay.send(delivery.event, to: delivery.to) }
 /// ```
 public struct InvitationBook: Sendable {
+    /// Caps on the book's tables, and how long ended invitations are remembered.
     public struct Configuration: Hashable, Sendable {
+        /// The most invitees one invitation may name.
         public var maxInviteesPerInvitation = 200
         /// Bytes of custom data per request (invite, answer or cancel).
         public var maxCustomDataBytes = 4 << 10
+        /// The most open invitations one inviter may have.
         public var maxOpenInvitationsPerInviter = 64
+        /// The most open invitations in the book.
         public var maxOpenInvitations = 100_000
+        /// The most ended invitations remembered (so late answers hear `invitationEnded`).
         public var maxTombstones = 16_384
+        /// How long an ended invitation is remembered.
         public var tombstoneLifetime: Duration = .seconds(60)
 
+        /// The defaults: 200 invitees, 64 per inviter, 100,000 open, 16,384 remembered for 60 s.
         public init() {}
     }
 
+    /// The caps this book enforces.
     public let configuration: Configuration
     var open: [InvitationID: Invitation] = [:]
     var tombstones: [InvitationID: Invitation] = [:]
@@ -91,8 +99,11 @@ public struct InvitationBook: Sendable {
     var nextSequence: UInt64 = 0
     var outbox: [InvitationDelivery] = []
 
-    /// - Parameter idKey: a secret that makes invitation IDs unpredictable; a relay passes a
-    ///   random value (`UInt64.random(in: .min ... .max)`), tests a fixed one.
+    /// Makes an empty book.
+    /// - Parameters:
+    ///   - configuration: caps on invitees, open invitations and custom data, and how long ended ones are remembered.
+    ///   - idKey: a secret that makes invitation IDs unpredictable; a relay passes a
+    ///     random value (`UInt64.random(in: .min ... .max)`), tests a fixed one.
     public init(configuration: Configuration = Configuration(), idKey: UInt64) {
         self.configuration = configuration
         self.ids = InvitationIDGenerator(key: idKey)
@@ -132,7 +143,11 @@ public struct InvitationBook: Sendable {
     // MARK: - Invite
 
     /// Opens an invitation from `inviter` and queues `newInvitation` for each invitee.
-    /// - Parameter isOnline: consulted only with `onlineUserOnly`.
+    /// - Parameters:
+    ///   - inviter: the peer that invites, as its token proved.
+    ///   - request: the invitees, group, custom data, timeout and `onlineUserOnly`.
+    ///   - now: the current time, from which the deadline runs.
+    ///   - isOnline: consulted only with `onlineUserOnly`.
     @discardableResult
     public mutating func invite(
         from inviter: PeerID,

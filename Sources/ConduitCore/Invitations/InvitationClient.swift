@@ -14,9 +14,13 @@
 /// message from the relay is a counted drop (``droppedMessages``). Ended invitations are removed
 /// once their ``Update/ended(_:_:)`` is reported.
 public struct InvitationClient: Sendable {
+    /// Caps on what the client tracks.
     public struct Configuration: Hashable, Sendable {
+        /// The most open invitations tracked; a `newInvitation` beyond it is dropped and counted.
         public var maxTrackedInvitations = 1_024
+        /// The most requests awaiting the relay's reply; more throw `tooManyInvitations`.
         public var maxRequestsInFlight = 256
+        /// The defaults: 1,024 invitations, 256 requests.
         public init() {}
     }
 
@@ -40,7 +44,9 @@ public struct InvitationClient: Sendable {
         case cancel(InvitationID)
     }
 
+    /// This side's peer ID.
     public let me: PeerID
+    /// The caps this client enforces.
     public let configuration: Configuration
     var views: [InvitationID: InvitationView] = [:]
     var inFlight: [UInt32: Pending] = [:]
@@ -48,6 +54,7 @@ public struct InvitationClient: Sendable {
     /// Messages ignored: unmatched replies, request types, invitations beyond the cap.
     public internal(set) var droppedMessages = 0
 
+    /// Makes a client for `me` with nothing tracked.
     public init(me: PeerID, configuration: Configuration = Configuration()) {
         self.me = me
         self.configuration = configuration
@@ -55,7 +62,9 @@ public struct InvitationClient: Sendable {
 
     /// Open invitations we made or received.
     public var openInvitations: [InvitationView] { views.values.sorted { $0.id < $1.id } }
+    /// The latest view of invitation `id`, if tracked.
     public func view(_ id: InvitationID) -> InvitationView? { views[id] }
+    /// Requests sent and not yet answered by the relay.
     public var requestsInFlight: Int { inFlight.count }
 
     // MARK: Requests
@@ -69,10 +78,12 @@ public struct InvitationClient: Sendable {
         return .invite(tag: tag, request)
     }
 
+    /// The message that accepts `id` with `data`. Throws `InvitationError` at once if this side is not an invitee, already answered otherwise, or the invitation ended.
     public mutating func accept(_ id: InvitationID, data: [UInt8] = []) throws(InvitationError) -> InvitationMessage {
         try answer(.accept, id, data: data)
     }
 
+    /// The message that rejects `id` with `data`. Throws as ``accept(_:data:)`` does.
     public mutating func reject(_ id: InvitationID, data: [UInt8] = []) throws(InvitationError) -> InvitationMessage {
         try answer(.reject, id, data: data)
     }
@@ -93,6 +104,7 @@ public struct InvitationClient: Sendable {
         return answer == .accept ? .accept(tag: tag, id, data: data) : .reject(tag: tag, id, data: data)
     }
 
+    /// The message that cancels `id` with `data`. Throws `InvitationError` at once if this side is not the inviter or the invitation ended.
     public mutating func cancel(_ id: InvitationID, data: [UInt8] = []) throws(InvitationError) -> InvitationMessage {
         guard let view = views[id] else { throw InvitationError(.unknownInvitation, "no open invitation \(id)") }
         guard view.role == .inviter else { throw InvitationError(.notInviter, "only the inviter cancels invitation \(id)") }

@@ -2,6 +2,7 @@
 /// swift-nio-http2 and ``ConduitError`` do), so new codes can be added, and a code this version
 /// does not know still travels on the wire and prints.
 public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A refusal's code; codes this version does not know keep their number.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: UInt16
         public init(rawValue: UInt16) { self.rawValue = rawValue }
@@ -60,10 +61,12 @@ public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertibl
         }
     }
 
+    /// Why the request was refused; switch on it.
     public var code: Code
     /// For people; not parsed.
     public var message: String
 
+    /// Makes an error with its code and a description.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

@@ -13,6 +13,7 @@ public enum InvitationEvent: Hashable, Sendable {
     /// These invitees did not answer in time, or left the relay before answering.
     case invitationTimeout(InvitationID, invitees: [PeerID], cause: TimeoutCause)
 
+    /// Why an invitation was cancelled.
     public enum CancelReason: UInt8, Hashable, Sendable {
         /// The inviter called cancel.
         case cancelledByInviter = 0
@@ -20,6 +21,7 @@ public enum InvitationEvent: Hashable, Sendable {
         case inviterLeft = 1
     }
 
+    /// Why invitees timed out.
     public enum TimeoutCause: UInt8, Hashable, Sendable {
         /// The invitation's timeout ran out.
         case deadline = 0
@@ -40,15 +42,20 @@ public enum InvitationEvent: Hashable, Sendable {
 
 /// The body of ``InvitationEvent/newInvitation(_:)``.
 public struct NewInvitation: Hashable, Sendable {
+    /// The invitation's ID.
     public var id: InvitationID
+    /// Who invited.
     public var inviter: PeerID
     /// The group (room) the invitation was made in; `nil` for a one-to-one invitation.
     public var groupID: RoomID?
+    /// Everyone invited, this side included.
     public var invitees: [PeerID]
+    /// The inviter's custom data (for example the call's room ID).
     public var data: [UInt8]
     /// Seconds; 0 means the invitation never times out.
     public var timeoutSeconds: UInt32
 
+    /// Makes the body of a `newInvitation` event.
     public init(id: InvitationID, inviter: PeerID, groupID: RoomID?, invitees: [PeerID], data: [UInt8], timeoutSeconds: UInt32) {
         self.id = id
         self.inviter = inviter
@@ -61,9 +68,12 @@ public struct NewInvitation: Hashable, Sendable {
 
 /// One event for one peer: what the relay sends.
 public struct InvitationDelivery: Hashable, Sendable, CustomStringConvertible {
+    /// The peer the event is for.
     public var to: PeerID
+    /// The event.
     public var event: InvitationEvent
 
+    /// Makes a delivery of `event` to `to`.
     public init(to: PeerID, event: InvitationEvent) {
         self.to = to
         self.event = event

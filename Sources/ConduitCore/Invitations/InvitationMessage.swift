@@ -45,13 +45,21 @@
 /// misplaced ID, bad identifiers, list counts that the remaining bytes could not hold, and
 /// trailing bytes. Error codes it does not know are kept (``InvitationError/Code`` is open).
 public enum InvitationMessage: Hashable, Sendable {
+    /// Client → relay: invite, with the request tag the reply echoes.
     case invite(tag: UInt32, InvitationRequest)
+    /// Client → relay: accept an invitation, with custom data.
     case accept(tag: UInt32, InvitationID, data: [UInt8])
+    /// Client → relay: reject an invitation, with custom data.
     case reject(tag: UInt32, InvitationID, data: [UInt8])
+    /// Client → relay: cancel an invitation, with custom data.
     case cancel(tag: UInt32, InvitationID, data: [UInt8])
+    /// Relay → client: the invite was accepted; its ID and the invitees left out as offline.
     case invited(tag: UInt32, InvitationReceipt)
+    /// Relay → client: the answer or cancel was applied.
     case done(tag: UInt32, InvitationID)
+    /// Relay → client: the request was refused, with the code.
     case refused(tag: UInt32, InvitationID?, InvitationError)
+    /// Relay → client: an event of an invitation the client is a party of.
     case event(InvitationEvent)
 
     /// The request tag (0 in events).
@@ -63,7 +71,9 @@ public enum InvitationMessage: Hashable, Sendable {
         }
     }
 
+    /// The message format's version byte.
     public static let version: UInt8 = 1
+    /// Bytes of the fixed header before the body.
     public static let headerSize = 16
     /// Longest peer list on the wire (the book's own cap is lower by default).
     public static let maxPeersPerList = 1_024
@@ -77,6 +87,7 @@ public enum InvitationMessage: Hashable, Sendable {
 
     // MARK: Encoding
 
+    /// The message as sent inside the extension frame. Throws ``InvitationWireError`` if a field exceeds what the format can carry.
     public func encoded() throws(InvitationWireError) -> [UInt8] {
         var w = InvitationWireWriter()
         switch self {
@@ -137,6 +148,7 @@ public enum InvitationMessage: Hashable, Sendable {
 
     // MARK: Parsing
 
+    /// Parses a message. Throws ``InvitationWireError`` for anything malformed.
     public static func parse(_ bytes: [UInt8]) throws(InvitationWireError) -> InvitationMessage {
         let result: Result<InvitationMessage, InvitationWireError> = bytes.withUnsafeBytes { raw in
             Result { () throws(InvitationWireError) in try parse(raw) }
@@ -144,6 +156,7 @@ public enum InvitationMessage: Hashable, Sendable {
         return try result.get()
     }
 
+    /// Parses a message from raw bytes. Throws ``InvitationWireError`` for anything malformed.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(InvitationWireError) -> InvitationMessage {
         var r = InvitationWireReader(bytes)
         try r.need(headerSize)

@@ -15,6 +15,7 @@ public struct InvitationRequest: Hashable, Sendable {
     /// deliver, and they answer if they come back in time, or time out.
     public var onlineUserOnly: Bool
 
+    /// Makes a request; `timeoutSeconds` 0 means the invitation never times out.
     public init(invitees: [PeerID], groupID: RoomID? = nil, data: [UInt8] = [], timeoutSeconds: UInt32 = 0, onlineUserOnly: Bool = false) {
         self.invitees = invitees
         self.groupID = groupID
@@ -26,10 +27,12 @@ public struct InvitationRequest: Hashable, Sendable {
 
 /// What the inviter gets back from a successful invite.
 public struct InvitationReceipt: Hashable, Sendable {
+    /// The new invitation's ID.
     public var id: InvitationID
     /// Invitees left out because they were offline (only with `onlineUserOnly`).
     public var skippedOffline: [PeerID]
 
+    /// Makes a receipt.
     public init(id: InvitationID, skippedOffline: [PeerID] = []) {
         self.id = id
         self.skippedOffline = skippedOffline

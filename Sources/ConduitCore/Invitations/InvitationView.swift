@@ -2,17 +2,27 @@
 /// the relay's replies and events. It mirrors the relay's ``Invitation``: every party is told
 /// every answer, timeout and cancellation, so the mirror is complete while the peer stays on the relay.
 public struct InvitationView: Hashable, Sendable {
+    /// Which side of the invitation this peer is on.
     public enum Role: Hashable, Sendable {
+        /// This peer invited.
         case inviter
+        /// This peer was invited.
         case invitee
     }
 
+    /// The invitation's ID.
     public let id: InvitationID
+    /// Whether this peer invited or was invited.
     public let role: Role
+    /// Who invited.
     public let inviter: PeerID
+    /// The group (room) of the invitation; `nil` for a one-to-one invitation.
     public let groupID: RoomID?
+    /// Who was invited, in order (parallel to ``states``).
     public let invitees: [PeerID]
+    /// The inviter's custom data.
     public let data: [UInt8]
+    /// Seconds to answer; 0 means no deadline.
     public let timeoutSeconds: UInt32
     /// Parallel to ``invitees``.
     public internal(set) var states: [InviteeState]
@@ -31,8 +41,10 @@ public struct InvitationView: Hashable, Sendable {
         self.end = nil
     }
 
+    /// Whether the invitation is still open.
     public var isOpen: Bool { end == nil }
 
+    /// The state of invitee `peer`, or nil if `peer` was not invited.
     public func state(of peer: PeerID) -> InviteeState? {
         invitees.firstIndex(of: peer).map { states[$0] }
     }

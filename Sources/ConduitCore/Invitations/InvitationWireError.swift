@@ -3,7 +3,9 @@
 public enum InvitationWireError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The message ends before a field it needs (includes the empty message).
     case truncated(needed: Int, got: Int)
+    /// The message's version is not one this build reads.
     case unsupportedVersion(UInt8)
+    /// The message type is not one this version defines.
     case unknownMessageType(UInt8)
     /// A flag or reserved bit this version does not define was set.
     case reservedBitsSet

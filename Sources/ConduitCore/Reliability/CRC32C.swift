@@ -52,6 +52,7 @@ public enum CRC32C {
         }
     }
 
+    /// The CRC32C of `bytes`, computed by the portable code.
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { checksum($0) }
     }
@@ -65,6 +66,7 @@ public struct CRC32CFunction: Sendable {
     /// The finished CRC32C of the bytes, continuing from a finished value (0 to start).
     public let checksum: @Sendable (_ bytes: UnsafeRawBufferPointer, _ previous: UInt32) -> UInt32
 
+    /// Wraps a function that computes CRC32C continuing from `previous` (0 to start).
     public init(_ checksum: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer, _ previous: UInt32) -> UInt32) {
         self.checksum = checksum
     }

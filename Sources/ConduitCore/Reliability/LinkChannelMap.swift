@@ -11,6 +11,7 @@
 ///  unreliable types  → unordered, never retransmitted (maxRetransmits 0), as in WebRTC
 /// ```
 public enum LinkChannelMap {
+    /// The channel of the call's own frames (hello, goodbye, session control).
     public static let callChannel: UInt32 = 0
 
     /// Classifies one frame written by ``CallMachine``. Bytes that are not a well-formed Conduit
@@ -53,6 +54,7 @@ public enum LinkChannelMap {
             && (try? ControlFrame.parse(frame)) == .goodbye
     }
 
+    /// The channel of a data session: its subgroup's number in the high 16 bits, its stream ID in the low.
     @inlinable public static func channel(stream: UInt16, subgroupID: UInt16) -> UInt32 {
         UInt32(subgroupID) << 16 | UInt32(stream)
     }

@@ -24,31 +24,44 @@
 public enum LinkPacket {
     /// Version 1, kind 2.
     public static let versionAndKind: UInt8 = 0x12
+    /// The frame kind of a link packet (the low nibble of byte 0).
     public static let kind: UInt8 = 2
+    /// Bytes of a packet's header: version and kind, flags, packet number.
     public static let headerSize = 10
+    /// Bytes of the CRC32C trailer, when the checksum flag is set.
     public static let checksumSize = 4
     /// Flag bit 0 of byte 1: a CRC32C trailer follows the frames.
     public static let checksumFlag: UInt8 = 0x01
     /// Packet numbers stay below 2^62, as in QUIC.
     public static let maxPacketNumber: UInt64 = (1 << 62) - 1
 
+    /// The type byte that starts each frame in a packet.
     public enum FrameType: UInt8, Sendable, Hashable {
+        /// PING: asks for an acknowledgement.
         case ping = 0x01
+        /// ACK: acknowledges ranges of packet numbers and advertises the receive window.
         case ack = 0x02
+        /// DATA: one upper-layer frame on a channel.
         case data = 0x03
+        /// FORWARD: the sender will not send anything below a sequence number on a channel.
         case forward = 0x04
     }
 
+    /// Bytes of a PING frame.
     public static let pingFrameSize = 1
     /// ACK frame without its additional ranges.
     public static let ackFrameFixedSize = 24
+    /// Bytes of each further (gap, length) pair of an ACK frame.
     public static let ackRangeSize = 8
     /// DATA frame header without the optional lifetime field.
     public static let dataFrameHeaderSize = 12
+    /// Bytes of a DATA frame's optional remaining-lifetime field.
     public static let lifetimeFieldSize = 4
+    /// Bytes of a FORWARD frame.
     public static let forwardFrameSize = 12
     /// DATA frame flag bits.
     public static let orderedFlag: UInt8 = 0x01
+    /// DATA frame flag: a remaining-lifetime field follows the header.
     public static let lifetimeFlag: UInt8 = 0x02
 
     /// Header plus trailer bytes of every packet.
@@ -87,7 +100,9 @@ public enum LinkPacket {
 public enum LinkFrame: Sendable, Hashable {
     /// `0x01`, one byte: asks for an acknowledgement (keepalive, flow-control probe, PTO probe).
     case ping
+    /// `0x02`: acknowledges packets and advertises the receive window.
     case ack(LinkAckFrame)
+    /// `0x03`: one upper-layer frame on a channel.
     case data(LinkDataFrame)
     /// The sender will never send or resend anything below `cumulativeSequence` on `channel`
     /// (acknowledged or abandoned): the receiver stops waiting for it (PR-SCTP FORWARD-TSN, RFC 3758).
@@ -119,10 +134,15 @@ public enum LinkFrame: Sendable, Hashable {
 /// down: the next range's largest is `previous smallest - Gap - 2`, its smallest that minus the
 /// Range Length (RFC 9000 section 19.3.1).
 public struct LinkAckFrame: Sendable, Hashable {
+    /// The largest packet number acknowledged.
     public var largestAcknowledged: UInt64
+    /// How long the peer held the acknowledgement back, in microseconds (for RTT samples).
     public var ackDelayMicroseconds: UInt32
+    /// The peer's receive window, in bytes.
     public var receiveWindow: UInt32
+    /// How many packets below the largest are acknowledged in the first range.
     public var firstRange: UInt32
+    /// The number of further (gap, length) pairs.
     public var additionalRangeCount: Int
     /// Offset of the first (gap, length) pair in the packet.
     public var rangesOffset: Int
@@ -169,9 +189,13 @@ public struct LinkAckFrame: Sendable, Hashable {
 /// O: deliver in sequence order. L: the frame has a lifetime; the receiver drops it once the
 /// remaining lifetime has passed since it arrived.
 public struct LinkDataFrame: Sendable, Hashable {
+    /// The channel the frame belongs to (one per data session).
     public var channel: UInt32
+    /// The frame's number on its channel, from 0.
     public var sequence: UInt32
+    /// Whether the receiver delivers the channel's frames in sequence order.
     public var isOrdered: Bool
+    /// How long, in milliseconds, the frame may still be delivered, if it has a lifetime.
     public var remainingLifetimeMilliseconds: UInt32?
     /// Where the payload lies in the packet.
     public var payload: Range<Int>

@@ -4,11 +4,15 @@ public struct LinkRTTEstimator: Sendable, Hashable {
     /// Timer granularity, `kGranularity` (RFC 9002 section 6.1.2).
     public static let granularity: Int64 = LinkTime.millisecond
 
+    /// The latest sample, in nanoseconds.
     public private(set) var latestNanoseconds: Int64
+    /// The smoothed RTT (`smoothed_rtt`), in nanoseconds.
     public private(set) var smoothedNanoseconds: Int64
+    /// The RTT variation (`rttvar`), in nanoseconds.
     public private(set) var variationNanoseconds: Int64
     /// `Int64.max` until the first sample.
     public private(set) var minimumNanoseconds: Int64 = .max
+    /// Samples taken so far.
     public private(set) var sampleCount = 0
 
     /// Before any sample: smoothed_rtt = kInitialRtt, rttvar = kInitialRtt / 2 (RFC 9002 section 5.3).
@@ -19,10 +23,15 @@ public struct LinkRTTEstimator: Sendable, Hashable {
         variationNanoseconds = initial / 2
     }
 
+    /// Whether a sample was taken (before it, the initial RTT is assumed).
     public var hasSample: Bool { sampleCount > 0 }
+    /// The smoothed RTT.
     public var smoothed: Duration { .nanoseconds(smoothedNanoseconds) }
+    /// The RTT variation.
     public var variation: Duration { .nanoseconds(variationNanoseconds) }
+    /// The latest sample.
     public var latest: Duration { .nanoseconds(latestNanoseconds) }
+    /// The smallest sample, once there is one.
     public var minimum: Duration? { hasSample ? .nanoseconds(minimumNanoseconds) : nil }
 
     /// Takes one RTT sample (RFC 9002 section 5.1: the time from sending the largest newly

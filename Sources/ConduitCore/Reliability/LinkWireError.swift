@@ -21,6 +21,7 @@ public enum LinkWireError: Error, Hashable, Sendable, CustomStringConvertible {
     case packetNumberTooLarge(UInt64)
     /// A packet with no frames.
     case emptyPacket
+    /// A frame type byte that version 1 does not define.
     case unknownFrameType(UInt8)
     /// A frame claims more bytes (fixed part, ranges or payload) than the packet has left. Checked
     /// before anything is read or allocated for the claim.

@@ -12,12 +12,15 @@ public struct NewRenoCongestionControl: Sendable, Hashable {
     public private(set) var bytesInFlight = 0
     /// Start of the current recovery period (section 7.3.2), if any.
     public private(set) var recoveryStartTime: ConduitInstant?
+    /// Congestion events: losses that started a recovery period and shrank the window.
     public private(set) var congestionEvents = 0
+    /// Persistent congestion events: the window fell to its minimum (section 7.6).
     public private(set) var persistentCongestionEvents = 0
     /// Bytes acknowledged since the window last grew in congestion avoidance (appendix B.5 counts
     /// acknowledged bytes, so no fraction of a packet is lost to integer division).
     private var avoidanceCredit = 0
 
+    /// Makes a controller in slow start with the initial window for `maxDatagramSize`.
     public init(maxDatagramSize: Int) {
         precondition(maxDatagramSize > 0)
         self.maxDatagramSize = maxDatagramSize
@@ -32,16 +35,19 @@ public struct NewRenoCongestionControl: Sendable, Hashable {
     /// kMinimumWindow = 2 * max_datagram_size (section 7.2).
     public var minimumWindow: Int { 2 * maxDatagramSize }
 
+    /// Whether the window is below the slow-start threshold (it doubles per round trip there).
     public var isInSlowStart: Bool { window < slowStartThreshold }
 
     /// Section 7: a sender must not send a packet that would take bytes in flight over the window.
     public func allows(bytes: Int) -> Bool { bytesInFlight + bytes <= window }
 
+    /// Counts a packet's `bytes` as in flight.
     public mutating func onPacketSent(bytes: Int) { bytesInFlight += bytes }
 
     /// A packet that was lost, or whose frames were abandoned, leaves the flight.
     public mutating func onPacketRemovedFromFlight(bytes: Int) { bytesInFlight = max(0, bytesInFlight - bytes) }
 
+    /// Whether a packet sent at `sentAt` belongs to the current recovery period (its loss does not shrink the window again).
     public func isInRecovery(sentAt: ConduitInstant) -> Bool {
         guard let recoveryStartTime else { return false }
         return sentAt <= recoveryStartTime

@@ -14,6 +14,7 @@ extension ReliableLink {
         /// Largest packet, checksum included: the transport's MTU less its own headers. The default
         /// is Conduit's 1232-byte datagram less a 12-byte RTP header.
         public var maxDatagramSize = 1_220
+        /// Whether packets carry a CRC32C trailer; both ends must agree.
         public var checksum = Checksum.crc32c
         /// Bytes this side buffers for the upper layer (delivered but not yet polled, plus ordered
         /// frames waiting for a gap), each frame counted as its payload plus
@@ -45,6 +46,7 @@ extension ReliableLink {
         /// from the peer, nil for never.
         public var idleTimeout: Duration? = .seconds(30)
 
+        /// The defaults: 1,220-byte packets with CRC32C, a 4 MiB receive window, RFC 9002's timers.
         public init() {}
 
         /// The largest upper-layer frame `send` accepts: what is left of a datagram after the packet
@@ -86,6 +88,7 @@ extension ReliableLink {
     /// `.none` retransmits until acknowledged, `.maxRetransmits(0)` is unreliable.
     public typealias Delivery = Reliability
 
+    /// What ``ReliableLink/send(_:channel:delivery:now:)`` did with a frame.
     public enum SendResult: Sendable, Hashable {
         /// Queued with this sequence number on its channel.
         case queued(sequence: UInt32)
@@ -100,18 +103,24 @@ extension ReliableLink {
 
     /// A frame for the upper layer.
     public struct ReceivedFrame: Sendable, Hashable {
+        /// The channel the frame came on.
         public var channel: UInt32
+        /// The frame's number on its channel.
         public var sequence: UInt32
+        /// The frame's payload.
         public var bytes: [UInt8]
     }
 
     /// Counters since the link was made, and the current congestion and RTT state.
     public struct Statistics: Sendable, Hashable {
         // Packets.
+        /// Packets sent, retransmissions and acknowledgements included.
         public var packetsSent = 0
+        /// Packets that carried only an ACK.
         public var ackOnlyPacketsSent = 0
         /// Packets carrying at least one retransmitted frame.
         public var packetsRetransmitted = 0
+        /// Packets received that parsed.
         public var packetsReceived = 0
         /// Packets declared lost (RFC 9002 section 6.1).
         public var packetsLost = 0
@@ -121,22 +130,30 @@ extension ReliableLink {
         public var malformedPacketsDropped = 0
         /// The part of `malformedPacketsDropped` that failed the CRC32C check.
         public var checksumFailures = 0
+        /// Why the last refused packet was refused.
         public var lastParseError: LinkWireError?
         /// Accepted packets left unacknowledged because one of their frames could not be taken
         /// (receive window, channel window or channel cap); the peer will send those frames again.
         public var packetsRefused = 0
         // Frames, sender side.
+        /// DATA frames sent the first time.
         public var framesSent = 0
+        /// DATA frames sent again after a loss.
         public var framesRetransmitted = 0
         /// Given up on: retransmission limit reached or lifetime over.
         public var framesAbandoned = 0
         /// The part of `framesAbandoned` whose lifetime ran out.
         public var framesExpired = 0
+        /// FORWARD frames sent (a gap the receiver stops waiting for).
         public var forwardFramesSent = 0
+        /// PING frames sent (keepalives and probes).
         public var pingsSent = 0
+        /// Probe timeouts that fired (RFC 9002 section 6.2).
         public var probeTimeouts = 0
         // Frames, receiver side.
+        /// Frames handed to the upper layer.
         public var framesDelivered = 0
+        /// Payload bytes handed to the upper layer.
         public var bytesDelivered = 0
         /// Frames received again (retransmissions of frames that had arrived): never delivered twice.
         public var duplicateFramesSuppressed = 0
@@ -144,22 +161,36 @@ extension ReliableLink {
         public var framesExpiredAtReceiver = 0
         /// Gaps an ordered channel stopped waiting for because of a FORWARD frame.
         public var framesSkipped = 0
+        /// Frames refused because the receive window was full (the peer resends them).
         public var framesDroppedOverWindow = 0
+        /// Frames refused because they were too far ahead on their channel.
         public var framesDroppedOutsideChannelWindow = 0
+        /// Frames refused because a new channel would exceed the channel cap.
         public var framesDroppedTooManyChannels = 0
+        /// ACK frames sent.
         public var acksSent = 0
         /// ACK ranges forgotten to stay within `maxAckRanges`.
         public var ackRangesForgotten = 0
         // Current state.
+        /// The smoothed round-trip time (RFC 9002 `smoothed_rtt`).
         public var smoothedRtt = Duration.zero
+        /// The round-trip time's variation (RFC 9002 `rttvar`).
         public var rttVariation = Duration.zero
+        /// The smallest round-trip time seen, once there is a sample.
         public var minRtt: Duration?
+        /// The most recent round-trip time sample.
         public var latestRtt = Duration.zero
+        /// The congestion window, in bytes.
         public var congestionWindow = 0
+        /// The slow-start threshold, in bytes (`Int.max` until the first congestion event).
         public var slowStartThreshold = Int.max
+        /// Bytes sent and neither acknowledged nor declared lost.
         public var bytesInFlight = 0
+        /// Congestion events: losses that shrank the window.
         public var congestionEvents = 0
+        /// Persistent congestion events: the window collapsed to its minimum.
         public var persistentCongestionEvents = 0
+        /// All counters at zero.
         public init() {}
     }
 }

@@ -47,6 +47,7 @@ extension ReliableLink {
         recordReceived(packetNumber, isAckEliciting: isAckEliciting, now: now)
     }
 
+    /// Takes one datagram from the peer, as the `UnsafeRawBufferPointer` variant does.
     public mutating func handle(datagram: [UInt8], now: ConduitInstant) {
         datagram.withUnsafeBytes { handle(datagram: $0, now: now) }
     }

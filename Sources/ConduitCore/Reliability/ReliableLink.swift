@@ -4,7 +4,7 @@ import DequeModule
 /// transports without native reliability (raw UDP).
 ///
 /// Modelled on quinn-proto and RFC 9000/9002 (QUIC). The driver feeds it datagrams
-/// (``handle(datagram:now:)``), upper-layer frames (``send(_:channel:delivery:now:)``) and the
+/// (``handle(batch:now:)``), upper-layer frames (``send(_:channel:delivery:now:)``) and the
 /// passing of time (``handleTimeout(now:)``), and drains packets to transmit
 /// (``pollTransmit(now:into:maxDatagrams:)``), frames for the upper layer
 /// (``pollDelivery(now:)``) and when to call again (``nextDeadline(now:)``). No clock, socket,
@@ -72,6 +72,7 @@ public struct ReliableLink: Sendable {
         var cost: Int { payloadCount + ReliableLink.frameOverhead }
     }
 
+    /// The link's knobs: packet size, checksum, windows, timers, caps.
     public let configuration: Configuration
     var counters = Statistics()
 
@@ -261,6 +262,7 @@ public struct ReliableLink: Sendable {
         return taken
     }
 
+    /// Whether frames wait for ``pollDelivery(now:)``.
     public var hasPendingDeliveries: Bool { !deliveries.isEmpty }
 
     /// Once the upper layer has freed a quarter of the window beyond what was last advertised, tell
@@ -274,6 +276,7 @@ public struct ReliableLink: Sendable {
 
     // MARK: State
 
+    /// Counters since the link was made, with the current congestion and RTT state.
     public var statistics: Statistics {
         var result = counters
         result.smoothedRtt = rtt.smoothed
@@ -289,8 +292,11 @@ public struct ReliableLink: Sendable {
         return result
     }
 
+    /// The congestion window, in bytes.
     public var congestionWindow: Int { congestion.window }
+    /// Bytes sent and neither acknowledged nor declared lost.
     public var bytesInFlight: Int { congestion.bytesInFlight }
+    /// The smoothed round-trip time.
     public var smoothedRtt: Duration { rtt.smoothed }
     /// The number the next packet will carry.
     public var nextPacketNumberToSend: UInt64 { nextPacketNumber }

@@ -22,10 +22,12 @@ extension ConferenceMachine {
         }
     }
 
+    /// Takes one datagram from the relay.
     public mutating func handle(datagram: [UInt8], now: ConduitInstant) {
         datagram.withUnsafeBytes { handle(datagram: $0, now: now) }
     }
 
+    /// Takes a batch of datagrams from the relay.
     public mutating func handle(batch: DatagramBatch, now: ConduitInstant) {
         batch.forEachDatagram { handle(datagram: $0, now: now) }
     }

@@ -36,13 +36,16 @@ extension ConferenceMachine {
         return true
     }
 
+    /// Where an outbound session sends: a peer, or nil for everyone in scope (also for an unknown session).
     public func destination(of key: SessionKey) -> PeerID? {
         guard let member = outbound[key]?.destination, member != 0 else { return nil }
         return members[member]?.peer
     }
 
+    /// The type of outbound session `key`, or nil if there is none.
     public func outboundType(_ key: SessionKey) -> SessionType? { outbound[key]?.state.type }
 
+    /// Why outbound session `key` closed, or nil while it is open (or unknown).
     public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { outbound[key]?.state.closeReason }
 
     /// Offers one `send`: size and state are checked now, as for a 1:1 call.
@@ -139,8 +142,10 @@ extension ConferenceMachine {
         return .none
     }
 
+    /// The type of inbound session `key` as announced, or nil if none was announced.
     public func inboundType(_ key: SessionKey) -> SessionType? { inbound[key]?.type }
 
+    /// Whether the app made inbound session `key`.
     public func isInboundAccepted(_ key: SessionKey) -> Bool { inbound[key]?.isAccepted ?? false }
 
     /// `unsupportInboundDataSession` in a group call: this receiver stops getting the stream (the

@@ -23,11 +23,13 @@ extension ConferenceMachine {
         return true
     }
 
+    /// Stops publishing track `name`: the relay tells members, subscriptions end, later sends fail.
     public mutating func unpublishTrack(_ name: ChannelLabel) {
         guard let track = localTracks.removeValue(forKey: name), let id = track.trackID, isConnected else { return }
         controlOut.append(RoomControlFrame.unpublishTrack(id).encoded)
     }
 
+    /// Whether track `name` is published (the relay confirmed it).
     public func isTrackPublished(_ name: ChannelLabel) -> Bool { localTracks[name]?.trackID != nil }
 
     /// Queues one message on a published track. Messages larger than a datagram are fragmented;
@@ -70,6 +72,7 @@ extension ConferenceMachine {
         return true
     }
 
+    /// Ends the subscription to `publisher`'s track `name`.
     public mutating func unsubscribeTrack(_ name: ChannelLabel, of publisher: PeerID) {
         guard let member = member(for: publisher),
             let info = announcedTracks.values.first(where: { $0.publisher == member && $0.name == name })

@@ -60,6 +60,7 @@ extension ConferenceMachine {
         return true
     }
 
+    /// Whether control frames wait to be written.
     public func hasPendingControl() -> Bool { !controlOut.isEmpty }
 
     /// Reassembly expiry, queue-delay thresholds and the keepalive ping.
@@ -73,10 +74,12 @@ extension ConferenceMachine {
         return deadline
     }
 
+    /// When paced data may next go out, or nil if nothing waits.
     public func nextTransmit(now: ConduitInstant) -> ConduitInstant? {
         outbound.values.reduce(nil) { LinkTime.earliest($0, $1.state.releaseDeadline(now: now)) }
     }
 
+    /// Runs what is due at `now`: reassembly expiry, queue-delay events, keepalive pings.
     public mutating func handleTimeout(now: ConduitInstant) {
         for member in reassemblers.keys.sorted() { _ = reassemblers[member]!.expire(now: now) }
         for track in trackReassemblers.keys.sorted() { _ = trackReassemblers[track]!.expire(now: now) }

@@ -10,21 +10,30 @@ import DequeModule
 /// fixed per message when it is queued (so `changeDestination` never splits a message). The
 /// receive side keeps one reassembler per sender, because every sender numbers its own messages.
 public struct ConferenceMachine: Sendable {
+    /// Where the conference is in its life.
     public enum Phase: Sendable, Hashable {
         /// The join is out; waiting for `joined` and the first snapshot.
         case joining
+        /// Joined, with this side's member number.
         case connected(member: UInt16)
+        /// Ended, with why.
         case ended(RelayDisconnectReason)
     }
 
+    /// The room being joined.
     public let room: RoomID
+    /// This side's peer ID.
     public let localPeer: PeerID
+    /// Session limits, ping interval, sender cap and declared channels.
     public let configuration: ConferenceConfiguration
+    /// Joining, connected or ended.
     public internal(set) var phase: Phase = .joining
+    /// Counters of what the machine received, delivered, sent and dropped.
     public internal(set) var statistics = ConferenceStatistics()
 
     /// Other members, by member number.
     public internal(set) var members: [UInt16: RoomMember] = [:]
+    /// The last peer-list version applied.
     public internal(set) var peerListVersion: UInt32 = 0
     var joinedMember: UInt16?
     var awaitingSnapshot = true
@@ -58,6 +67,7 @@ public struct ConferenceMachine: Sendable {
     var lastTransmit: ConduitInstant
     var scratch = DatagramBatch(reservingBytes: 2_048, datagrams: 1)
 
+    /// Starts a join of `room` as `localPeer` with `token`: the join frame is queued for the first ``pollTransmit(now:into:maxBytes:)``.
     public init(room: RoomID, localPeer: PeerID, token: [UInt8], configuration: ConferenceConfiguration = .init(), now: ConduitInstant) {
         self.room = room
         self.localPeer = localPeer
@@ -71,18 +81,22 @@ public struct ConferenceMachine: Sendable {
         ).encoded)
     }
 
+    /// Whether the relay accepted the join and the conference has not ended.
     public var isConnected: Bool {
         if case .connected = phase { return true }
         return false
     }
 
+    /// Whether the conference ended (left, refused, disconnected).
     public var isEnded: Bool {
         if case .ended = phase { return true }
         return false
     }
 
+    /// This side's member number once joined.
     public var localMember: UInt16? { joinedMember }
 
+    /// The next event for the app, or nil when there is none.
     public mutating func pollEvent() -> ConferenceEvent? { events.popFirst() }
 
     /// The member number of a peer in the room, if it is there.
@@ -116,6 +130,7 @@ public struct ConferenceMachine: Sendable {
         controlOut.append(RoomControlFrame.unsubscribe(name).encoded)
     }
 
+    /// Whether this side is subscribed to `name`.
     public func isSubscribed(_ name: SubgroupName) -> Bool { subgroupIDs[name] != nil }
 
     // MARK: Leaving
@@ -182,6 +197,7 @@ public struct ConferenceConfiguration: Sendable, Hashable {
     /// Sora-style labeled channels to declare on joining.
     public var channels: [ChannelDeclaration]
 
+    /// Makes a configuration; `maxSenders` caps the senders tracked per inbound session.
     public init(session: CallConfiguration = .init(), pingInterval: Duration = .seconds(5), maxSenders: Int = 1_024, channels: [ChannelDeclaration] = []) {
         self.session = session
         self.channels = channels
@@ -192,23 +208,35 @@ public struct ConferenceConfiguration: Sendable, Hashable {
 
 /// Counters for what the conference client refused or dropped.
 public struct ConferenceStatistics: Sendable, Hashable {
+    /// Datagrams received from the relay.
     public var datagramsReceived = 0
+    /// Datagrams that did not parse; dropped.
     public var malformedDatagrams = 0
     /// Frames from a member number not (or no longer) in the peer list.
     public var droppedUnknownSender = 0
+    /// Data for a subgroup this side is not subscribed to; dropped.
     public var droppedUnknownSubgroup = 0
+    /// Data of a stream this side declined; dropped.
     public var droppedUnsupported = 0
+    /// Data of a session already closed; dropped.
     public var droppedClosedSession = 0
+    /// Data for an announced stream beyond `maxPendingInboundBytes` before the app accepted it; dropped.
     public var droppedPendingOverflow = 0
+    /// Frames that came in the wrong phase (before joining, after ending); dropped.
     public var droppedOutOfState = 0
     /// Peer-list updates whose version skipped ahead (a snapshot was asked for).
     public var peerListGaps = 0
     /// Track frames whose lifetime ran out before they left this side.
     public var trackFramesExpired = 0
+    /// Whole messages delivered to the app.
     public var messagesDelivered = 0
+    /// Bytes-type fragments delivered to the app.
     public var fragmentsDelivered = 0
+    /// Messages the app sent.
     public var messagesSent = 0
+    /// Frames written to the relay.
     public var framesSent = 0
+    /// All counters at zero.
     public init() {}
 }
 
@@ -216,32 +244,45 @@ public struct ConferenceStatistics: Sendable, Hashable {
 public enum ConferenceEvent: Sendable, Hashable {
     /// Joined: this side's member number and who else is in the room.
     case connected(member: UInt16, peers: [RoomMember])
+    /// Members joined or left, as the relay numbered the update.
     case peersChanged(joined: [RoomMember], left: [RoomMember], version: UInt32)
     /// A sender made an outbound session, or its data reached this side first (late joiners).
     case dataSessionIncoming(SessionKey, SessionType, from: PeerID)
+    /// Data for an inbound session, with its sender.
     case received(SessionKey, from: PeerID, InboundDelivery)
     /// One sender's session ended (it closed it, or left its subgroup). The inbound session stays
     /// open for the other senders on the same stream.
     case senderSessionEnded(SessionKey, from: PeerID, DataSessionCloseReason)
+    /// A subgroup subscription was confirmed.
     case subscribed(SubgroupName, dataSession: Bool)
+    /// A subgroup subscription was refused.
     case subscribeRefused(SubgroupName, RelayRefusal)
+    /// An outbound session closed.
     case outboundClosed(SessionKey, DataSessionCloseReason)
+    /// An inbound session closed (its sender closed it or left).
     case inboundClosed(SessionKey, DataSessionCloseReason)
+    /// An outbound session's queueing delay crossed a threshold.
     case tooLongQueuedData(SessionKey, enabled: Bool)
+    /// An outbound session's queue has room again (wakes suspended sends).
     case sendQueueHasRoom(SessionKey)
+    /// An extension message from another member (or the relay, member 0).
     case extensionReceived(id: UInt8, from: PeerID, body: [UInt8])
     /// An extension message from the relay itself (member 0): invitation replies and events.
     case relayExtensionReceived(id: UInt8, body: [UInt8])
     /// A track was published (by this side: the relay confirmed it) or unpublished.
     case trackPublished(ChannelLabel, by: PeerID, Reliability)
+    /// A member unpublished a track.
     case trackUnpublished(ChannelLabel, by: PeerID)
+    /// A track subscription was confirmed.
     case trackSubscribed(ChannelLabel, of: PeerID)
+    /// A message on a subscribed track.
     case trackMessage(ChannelLabel, from: PeerID, [UInt8])
     /// The relay confirmed the declared labeled channels (IDs, options; header lengths follow).
     case channelsReady([ChannelInfo])
     /// A labeled-channel message: `header` is the sender header (empty unless declared), `bytes`
     /// the message, still zlib-compressed when `compressed`.
     case channelMessage(ChannelLabel, from: PeerID, header: [UInt8], [UInt8], compressed: Bool)
+    /// The conference ended, with why and the relay's message.
     case disconnected(RelayDisconnectReason, String)
 }
 

@@ -2,9 +2,16 @@
 /// that declares the same label shares the channel; what one sends, the others that receive on
 /// it get, each message with an optional header naming its sender.
 public struct ChannelDeclaration: Hashable, Sendable {
+    /// Which way a member uses a labeled channel (Sora `direction`).
     public enum Direction: UInt8, Sendable, Hashable, CustomStringConvertible {
-        case sendrecv = 0, sendonly = 1, recvonly = 2
+        /// Sends and receives.
+        case sendrecv = 0
+        /// Sends only; receives nothing on the channel.
+        case sendonly = 1
+        /// Receives only; sending is refused (`receiveOnly`).
+        case recvonly = 2
 
+        /// Parses `sendrecv`, `sendonly` or `recvonly`; throws `invalidConfiguration` otherwise.
         public init(parsing text: String) throws(ConduitError) {
             switch text {
             case "sendrecv": self = .sendrecv
@@ -14,7 +21,9 @@ public struct ChannelDeclaration: Hashable, Sendable {
             }
         }
 
+        /// Whether a member with this direction may send.
         public var sends: Bool { self != .recvonly }
+        /// Whether a member with this direction receives what others send.
         public var receives: Bool { self != .sendonly }
         public var description: String {
             switch self {
@@ -25,10 +34,13 @@ public struct ChannelDeclaration: Hashable, Sendable {
         }
     }
 
+    /// The channel's label; must start with `#`.
     public var label: ChannelLabel
+    /// Whether this member sends, receives, or both.
     public var direction: Direction
     /// `ordered`, and `max_retransmits` or `max_packet_life_time` (not both).
     public var reliability: Reliability
+    /// The subprotocol (Sora `protocol`), at most 255 bytes; empty if none.
     public var protocolName: String
     /// Messages are zlib-compressed on the wire (Sora `compress`).
     public var compress: Bool
@@ -70,11 +82,14 @@ public struct ChannelDeclaration: Hashable, Sendable {
 
 /// The relay's answer to a member's declarations: the channel's wire ID and the header length.
 public struct ChannelInfo: Hashable, Sendable {
+    /// The number the relay gave the channel in the room; frames carry it.
     public var channelID: UInt16
+    /// The options the channel was confirmed with (the first declaration of its label).
     public var declaration: ChannelDeclaration
     /// Bytes of sender header in front of each received message (0 without one).
     public var headerLength: Int { declaration.senderHeader ? ChannelFrameHeader.senderHeaderLength : 0 }
 
+    /// Makes the info of a confirmed channel.
     public init(channelID: UInt16, declaration: ChannelDeclaration) {
         self.channelID = channelID
         self.declaration = declaration
@@ -105,15 +120,23 @@ public struct ChannelInfo: Hashable, Sendable {
 /// (the sender's member number, big-endian, ``senderHeaderLength`` bytes) in front of the message
 /// it hands the app: the app sees what Sora's receivers see.
 public struct ChannelFrameHeader: Hashable, Sendable {
+    /// Bytes of the header before every labeled-channel fragment.
     public static let size = 12
+    /// Bytes of the sender header receivers get with `senderHeader`: the sender's member number, big-endian.
     public static let senderHeaderLength = 2
+    /// The largest message a labeled channel takes, in bytes.
     public static let maxMessageBytes = 64 * 1024
 
+    /// The channel's number in the room.
     public var channelID: UInt16
+    /// The channel's reliability, applied on every leg.
     public var reliability: Reliability
+    /// Whether the payload is zlib-compressed.
     public var compressed: Bool
+    /// The sender's member number, filled in by the relay (zero from clients).
     public var sender: UInt16
 
+    /// Makes a header.
     public init(channelID: UInt16, reliability: Reliability, compressed: Bool, sender: UInt16) {
         self.channelID = channelID
         self.reliability = reliability
@@ -121,6 +144,7 @@ public struct ChannelFrameHeader: Hashable, Sendable {
         self.sender = sender
     }
 
+    /// The header as sent on the wire.
     public var bytes: [UInt8] {
         var out = TrackFrameHeader(trackID: channelID, reliability: reliability).bytes
         out[0] = WireVersion.current << 4 | RelayFrameKind.channel.rawValue
@@ -130,6 +154,7 @@ public struct ChannelFrameHeader: Hashable, Sendable {
         return out
     }
 
+    /// Parses the header at the start of a datagram. Throws ``WireError`` if it is truncated or malformed.
     public static func parse(_ datagram: UnsafeRawBufferPointer) throws(WireError) -> ChannelFrameHeader {
         guard datagram.count > size else { throw .truncated(needed: size + 1, got: datagram.count) }
         let first = datagram.readU8(0)

@@ -43,18 +43,22 @@ public enum RelayFrameKind: UInt8, Sendable, Hashable {
 /// subgroup session (LINE Planet `changeDestination(nil)`). Both directions have the same size,
 /// so a fragment that fits upstream fits downstream.
 public struct RelayEnvelope: Hashable, Sendable {
+    /// Bytes of the envelope before the inner frame.
     public static let size = 4
 
+    /// Routed (client → relay) or relayed (relay → client).
     public var kind: RelayFrameKind
     /// Destination (routed) or sender (relayed) member number.
     public var member: UInt16
 
+    /// Makes an envelope.
     public init(kind: RelayFrameKind, member: UInt16) {
         precondition(kind != .room, "room control frames have no envelope")
         self.kind = kind
         self.member = member
     }
 
+    /// Writes the envelope's 4 bytes at the start of `buffer`, which must hold them.
     @inlinable
     public func encode(into buffer: UnsafeMutableRawBufferPointer) {
         buffer.writeU8(WireVersion.current << 4 | kind.rawValue, at: 0)
@@ -62,6 +66,7 @@ public struct RelayEnvelope: Hashable, Sendable {
         buffer.writeU16(member, at: 2)
     }
 
+    /// The envelope as sent on the wire.
     public var bytes: [UInt8] {
         [WireVersion.current << 4 | kind.rawValue, 0, UInt8(member >> 8), UInt8(member & 0xFF)]
     }

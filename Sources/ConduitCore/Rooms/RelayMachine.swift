@@ -4,7 +4,7 @@ import DequeModule
 /// queues, for every link the driver hands it.
 ///
 /// The contract is quinn-proto's: the driver feeds datagrams per connection
-/// (``handle(_:datagram:now:)``), link closures and the passing of time; it drains actions
+/// (``handle(_:batch:now:)``), link closures and the passing of time; it drains actions
 /// (``pollAction()``: authorize a join, write a connection's outbox, close a link) and asks when
 /// to call again (``nextTimeout()``). Tokens are verified by the driver (the core has no crypto):
 /// a join becomes an `.authorize` action and waits for ``admit(_:grant:now:)`` or ``refuse(_:_:now:)``.
@@ -12,7 +12,9 @@ import DequeModule
 /// Forwarding is one copy: the upstream frame is copied once, its envelope rewritten in place
 /// (``RelayEnvelope/restamp(_:from:)``), and that one array is shared by every receiver's queue.
 public struct RelayMachine: Sendable {
+    /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public let configuration: RelayConfiguration
+    /// Counters of joins, refusals by reason, frames relayed and dropped.
     public internal(set) var statistics = RelayStatistics()
 
     var connections: [RelayConnectionID: Connection] = [:]
@@ -22,12 +24,16 @@ public struct RelayMachine: Sendable {
     /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
     public internal(set) var invitations: RelayInvitations
 
-    /// - Parameter invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
+    /// Makes a relay with no connections and no rooms.
+    /// - Parameters:
+    ///   - configuration: room caps, peer-list coalescing, per-receiver queue limits, invitation limits.
+    ///   - invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
     public init(configuration: RelayConfiguration = .init(), invitationKey: UInt64 = .random(in: .min ... .max)) {
         self.configuration = configuration
         self.invitations = RelayInvitations(configuration: configuration.invitations, key: invitationKey)
     }
 
+    /// The next thing the driver must do, or nil when there is none.
     public mutating func pollAction() -> RelayAction? { actions.popFirst() }
 
     // MARK: Connections
@@ -95,6 +101,7 @@ public struct RelayMachine: Sendable {
         rooms[room]?.members.mapValues(\.peer) ?? [:]
     }
 
+    /// Rooms with at least one member.
     public var roomCount: Int { rooms.count }
 
     // MARK: Input
@@ -123,10 +130,12 @@ public struct RelayMachine: Sendable {
         }
     }
 
+    /// Takes one datagram from connection `id`.
     public mutating func handle(_ id: RelayConnectionID, datagram: [UInt8], now: ConduitInstant) {
         datagram.withUnsafeBytes { handle(id, datagram: $0, now: now) }
     }
 
+    /// Takes a batch of datagrams from connection `id`.
     public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, now: ConduitInstant) {
         batch.forEachDatagram { handle(id, datagram: $0, now: now) }
     }

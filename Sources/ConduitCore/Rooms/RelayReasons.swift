@@ -1,8 +1,11 @@
 /// Why the relay refused a join, a subscription or a frame. Each kind has its own counter in
 /// ``RelayStatistics/refusals``; refused frames are never relayed.
 public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The join carried no token.
     case tokenMissing = 1
+    /// The token is not `ct1.PAYLOAD.MAC` in base64url, or its payload does not parse.
     case tokenMalformed = 2
+    /// The token's expiry has passed.
     case tokenExpired = 3
     /// The signature does not match: the token was altered or signed with another secret.
     case tokenTampered = 4
@@ -12,6 +15,7 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
     case wrongRoom = 6
     /// The token is for another peer than the one the client claims to be.
     case wrongPeer = 7
+    /// The room has `maxMembers` members already.
     case roomFull = 8
     /// A frame came before the join was accepted (or after the member left).
     case notJoined = 9

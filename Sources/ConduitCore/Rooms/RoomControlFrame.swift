@@ -46,30 +46,54 @@
 /// and forwards. Extension 1 is the exception: invitations, addressed to member 0 (the relay
 /// itself) and answered by it, never forwarded (see `RelayMachine+Invitations.swift`).
 public enum RoomControlFrame: Hashable, Sendable {
+    /// Client → relay: join `room` as `peer` with a token.
     case join(room: RoomID, peer: PeerID, dataSessionsSupported: Bool, token: [UInt8])
+    /// Relay → client: joined, with the member number the relay gave this connection.
     case joined(member: UInt16)
+    /// Relay → client: the join (or a request) was refused, with why.
     case refused(RelayRefusal, String)
+    /// Relay → client: a numbered peer-list update or snapshot.
     case peers(PeerListUpdate)
+    /// Client → relay: send a snapshot of the peer list (after a gap in version numbers).
     case snapshotRequest
+    /// Client → relay: subscribe to a subgroup, creating it with `dataSession` if new.
     case subscribe(SubgroupName, dataSession: Bool)
+    /// Relay → client: subscribed, with the subgroup's number on this link and its attribute.
     case subscribed(SubgroupName, id: UInt16, dataSession: Bool)
+    /// Client → relay: leave a subgroup.
     case unsubscribe(SubgroupName)
+    /// Relay → client: the subgroup was left.
     case unsubscribed(SubgroupName)
+    /// Relay → client: a subscription was refused.
     case subscribeRefused(SubgroupName, RelayRefusal)
+    /// Client → relay: leave the room.
     case leave
+    /// Relay → client: the relay ends the membership (slow receiver, shutdown), with a reason.
     case disconnect(RelayDisconnectReason, String)
+    /// Either way: an opaque message between members (member 0 is the relay itself; invitations use extension 1).
     case `extension`(id: UInt8, member: UInt16, body: [UInt8])
+    /// Client → relay: keepalive.
     case ping
+    /// Client → relay: publish a data track.
     case publishTrack(ChannelLabel, Reliability)
+    /// Relay → client: a track was published (also sent to later joiners).
     case trackPublished(TrackInfo)
+    /// Client → relay: unpublish a track by its number.
     case unpublishTrack(UInt16)
+    /// Relay → client: a track was unpublished.
     case trackUnpublished(UInt16)
+    /// Client → relay: subscribe to a track by its number.
     case subscribeTrack(UInt16)
+    /// Relay → client: the track subscription is confirmed.
     case trackSubscribed(UInt16)
+    /// Client → relay: unsubscribe from a track.
     case unsubscribeTrack(UInt16)
+    /// Client → relay: declare labeled channels (right after joining).
     case declareChannels([ChannelDeclaration])
+    /// Relay → client: the labeled channels confirmed, with their numbers.
     case channels([ChannelInfo])
 
+    /// Bytes of a room-control frame's fixed header.
     public static let headerSize = 4
     /// Tokens longer than this are refused as malformed before anything else looks at them.
     public static let maxTokenBytes = 2_048
@@ -88,6 +112,7 @@ public enum RoomControlFrame: Hashable, Sendable {
     /// Channels one member may declare.
     public static let maxChannels = 32
 
+    /// The frame as sent on the wire (kind 4).
     public var encoded: [UInt8] {
         var body: [UInt8] = []
         let type: FrameType
@@ -319,6 +344,7 @@ public enum RoomControlFrame: Hashable, Sendable {
         return frame
     }
 
+    /// Parses a room-control frame. Throws ``WireError`` for a truncated, unknown or malformed frame.
     public static func parse(_ bytes: [UInt8]) throws(WireError) -> RoomControlFrame {
         let result: Result<RoomControlFrame, WireError> = bytes.withUnsafeBytes { raw in
             Result { () throws(WireError) in try parse(raw) }
@@ -331,10 +357,12 @@ public enum RoomControlFrame: Hashable, Sendable {
 public struct RoomMember: Hashable, Sendable {
     /// The relay's number for this member: what envelopes carry (Sora's connection ID).
     public var member: UInt16
+    /// The member's peer ID.
     public var peer: PeerID
     /// `isDataSessionSupported` of LINE Planet's `PlanetKitConferencePeer`.
     public var dataSessionsSupported: Bool
 
+    /// Makes a member entry.
     public init(member: UInt16, peer: PeerID, dataSessionsSupported: Bool) {
         self.member = member
         self.peer = peer
@@ -345,12 +373,16 @@ public struct RoomMember: Hashable, Sendable {
 /// A versioned change to the peer list. Updates are numbered 1, 2, 3...; a client that sees a
 /// number other than the next one asks for a snapshot (the whole list, at the current version).
 public struct PeerListUpdate: Hashable, Sendable {
+    /// The update's number; a gap means updates were missed and a snapshot is needed.
     public var version: UInt32
     /// True if `joined` is the whole list rather than a change.
     public var isSnapshot: Bool
+    /// Members that joined (or, in a snapshot, every member).
     public var joined: [RoomMember]
+    /// Member numbers that left.
     public var left: [UInt16]
 
+    /// Makes an update.
     public init(version: UInt32, isSnapshot: Bool, joined: [RoomMember], left: [UInt16]) {
         self.version = version
         self.isSnapshot = isSnapshot

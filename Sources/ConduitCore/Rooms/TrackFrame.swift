@@ -22,18 +22,23 @@
 /// per leg). The inner v1 data frame carries the fragmentation, so a track message may be larger
 /// than a datagram (up to ``maxMessageBytes``).
 public struct TrackFrameHeader: Hashable, Sendable {
+    /// Bytes of the header before every track fragment.
     public static let size = 8
     /// Twilio recommends at most 16 KiB; the wire takes up to 64 KiB.
     public static let maxMessageBytes = 64 * 1024
 
+    /// The track's number in the room.
     public var trackID: UInt16
+    /// The reliability, with the *remaining* lifetime for `maxPacketLifeTime`.
     public var reliability: Reliability
 
+    /// Makes a header.
     public init(trackID: UInt16, reliability: Reliability) {
         self.trackID = trackID
         self.reliability = reliability
     }
 
+    /// The header as sent on the wire.
     public var bytes: [UInt8] {
         var out: [UInt8] = [WireVersion.current << 4 | RelayFrameKind.track.rawValue, 0]
         let limitKind: UInt8
@@ -49,6 +54,7 @@ public struct TrackFrameHeader: Hashable, Sendable {
         return out
     }
 
+    /// Parses the header at the start of a datagram. Throws ``WireError`` if truncated or malformed.
     public static func parse(_ datagram: UnsafeRawBufferPointer) throws(WireError) -> TrackFrameHeader {
         guard datagram.count > size else { throw .truncated(needed: size + 1, got: datagram.count) }
         let first = datagram.readU8(0)
@@ -82,6 +88,7 @@ public struct TrackFrameHeader: Hashable, Sendable {
         return UInt32(frame[4]) << 24 | UInt32(frame[5]) << 16 | UInt32(frame[6]) << 8 | UInt32(frame[7])
     }
 
+    /// Rewrites the remaining lifetime in an encoded frame, in place (the relay subtracts its holding time).
     @inlinable
     public static func setRemainingLifetime(_ frame: inout [UInt8], milliseconds: UInt32) {
         frame[4] = UInt8(truncatingIfNeeded: milliseconds >> 24)
@@ -93,11 +100,16 @@ public struct TrackFrameHeader: Hashable, Sendable {
 
 /// A track as the relay announces it.
 public struct TrackInfo: Hashable, Sendable {
+    /// The track's number in the room.
     public var trackID: UInt16
+    /// The publisher's member number.
     public var publisher: UInt16
+    /// The track's name, unique per publisher.
     public var name: ChannelLabel
+    /// The track's reliability.
     public var reliability: Reliability
 
+    /// Makes a track announcement.
     public init(trackID: UInt16, publisher: UInt16, name: ChannelLabel, reliability: Reliability) {
         self.trackID = trackID
         self.publisher = publisher

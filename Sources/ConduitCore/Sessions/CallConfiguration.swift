@@ -9,14 +9,17 @@ public struct CallConfiguration: Sendable, Hashable {
     public var maxQueuedBytesPerSession: Int
     /// When `tooLongQueuedData(enabled: true)` and `(enabled: false)` fire.
     public var queueDelayOn: Duration
+    /// The queueing delay at or below which `tooLongQueuedData(enabled: false)` fires.
     public var queueDelayOff: Duration
     /// Data received for an announced stream before the app makes its inbound session is held up to
     /// this many bytes per stream; past it, the data is dropped and counted.
     public var maxPendingInboundBytes: Int
+    /// Reassembly caps per peer.
     public var reassembly: Reassembler.Configuration
     /// Whether this side accepts data sessions at all (`isDataSessionSupported`).
     public var dataSessionsSupported: Bool
 
+    /// Makes a configuration; the defaults are those of `ConduitConfiguration` in `Conduit`.
     public init(
         fragmentSize: Int = 1_200,
         rateLimit: RateLimit = .default,
@@ -40,7 +43,9 @@ public struct CallConfiguration: Sendable, Hashable {
 
 /// Counters for everything the call refused or dropped.
 public struct CallStatistics: Sendable, Hashable {
+    /// Datagrams received on the link.
     public var datagramsReceived = 0
+    /// Data frames among them.
     public var dataFramesReceived = 0
     /// Datagrams the parser refused (truncated, wrong version, oversize claims, ...).
     public var malformedDatagrams = 0
@@ -54,15 +59,21 @@ public struct CallStatistics: Sendable, Hashable {
     public var droppedUnknownSubgroup = 0
     /// Data for an inbound session the app already closed or that the sender closed.
     public var droppedClosedSession = 0
+    /// Whole messages delivered to the app.
     public var messagesDelivered = 0
+    /// Bytes-type fragments delivered to the app.
     public var fragmentsDelivered = 0
     /// Payload bytes of the messages and fragments handed to the app (``InboundDelivery`` bytes).
     public var bytesDelivered = 0
+    /// Messages the app sent.
     public var messagesSent = 0
     /// Payload bytes that left in data frames (every fragment's payload, frame headers excluded).
     public var bytesSent = 0
+    /// Frames written to the link.
     public var framesSent = 0
+    /// What the reassembler completed and refused.
     public var reassembly = Reassembler.Statistics()
+    /// All counters at zero.
     public init() {}
 }
 
@@ -70,12 +81,17 @@ public struct CallStatistics: Sendable, Hashable {
 public enum CallEvent: Sendable, Hashable {
     /// Both sides said hello.
     case connected(peer: PeerID, peerSupportsDataSessions: Bool)
+    /// The call ended, with why. The last event.
     case disconnected(DisconnectReason)
     /// The peer created an outbound session (or data for an unknown stream began to flow).
     case dataSessionIncoming(SessionKey, SessionType)
+    /// Data for an inbound session.
     case received(SessionKey, InboundDelivery)
+    /// An outbound session closed.
     case outboundClosed(SessionKey, DataSessionCloseReason)
+    /// An inbound session closed.
     case inboundClosed(SessionKey, DataSessionCloseReason)
+    /// An outbound session's queueing delay crossed a threshold.
     case tooLongQueuedData(SessionKey, enabled: Bool)
     /// A session's send queue has room again (wake senders that waited).
     case sendQueueHasRoom(SessionKey)

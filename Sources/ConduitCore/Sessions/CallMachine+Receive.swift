@@ -27,6 +27,7 @@ extension CallMachine {
         }
     }
 
+    /// Takes one datagram from the peer.
     public mutating func handle(datagram: [UInt8], now: ConduitInstant) {
         datagram.withUnsafeBytes { handle(datagram: $0, now: now) }
     }

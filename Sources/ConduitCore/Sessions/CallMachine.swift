@@ -2,22 +2,29 @@ import DequeModule
 
 /// The sans-IO state machine of one call between two peers over one transport link.
 ///
-/// It follows quinn-proto's contract: the driver feeds it datagrams (``handle(datagram:now:)``),
+/// It follows quinn-proto's contract: the driver feeds it datagrams (``handle(batch:now:)``),
 /// app commands (`make…`, ``enqueue(_:bytes:timestamp:now:)``), and the passing of time, then
 /// drains its output: frames to transmit (``pollTransmit(now:into:maxBytes:)``), events to
-/// dispatch (``pollEvent()``), and when to call it again (``nextDeadline``). It owns no socket,
+/// dispatch (``pollEvent()``), and when to call it again (``nextDeadline(now:)``). It owns no socket,
 /// reads no clock, and never blocks, so every behaviour is testable with virtual time.
 public struct CallMachine: Sendable {
+    /// Where the call is in its life.
     public enum Phase: Sendable, Hashable {
         /// Our hello is out; waiting for the peer's.
         case handshaking
+        /// Both sides said hello.
         case connected(peer: PeerID, peerSupportsDataSessions: Bool)
+        /// The call ended, with why.
         case ended(DisconnectReason)
     }
 
+    /// This side's peer ID.
     public let localPeer: PeerID
+    /// Fragment size, rate cap, queue and buffer caps.
     public private(set) var configuration: CallConfiguration
+    /// Handshaking, connected or ended.
     public internal(set) var phase: Phase = .handshaking
+    /// Counters of what the call received, delivered, sent and dropped.
     public internal(set) var statistics = CallStatistics()
 
     var outbound: [SessionKey: OutboundSessionState] = [:]
@@ -37,6 +44,7 @@ public struct CallMachine: Sendable {
     /// Subgroups a peer may announce; past this, its frames for new ones are dropped and counted.
     public static let maxRemoteSubgroups = 256
 
+    /// Starts a call as `localPeer`: the hello is queued for the first ``pollTransmit(now:into:maxBytes:)``.
     public init(localPeer: PeerID, configuration: CallConfiguration = .init()) {
         precondition(configuration.fragmentSize > 0 && configuration.fragmentSize <= Int(UInt16.max), "fragment size must be 1...65535")
         self.localPeer = localPeer
@@ -45,16 +53,19 @@ public struct CallMachine: Sendable {
         controlOut.append(ControlFrame.hello(peer: localPeer, dataSessionsSupported: configuration.dataSessionsSupported).encoded)
     }
 
+    /// Whether both sides said hello and the call has not ended.
     public var isConnected: Bool {
         if case .connected = phase { return true }
         return false
     }
 
+    /// Whether the call ended.
     public var isEnded: Bool {
         if case .ended = phase { return true }
         return false
     }
 
+    /// The next event for the driver, or nil when there is none.
     public mutating func pollEvent() -> CallEvent? { events.popFirst() }
 
     /// Whether a send landed in an empty queue since the last call: only then can
@@ -81,8 +92,10 @@ public struct CallMachine: Sendable {
         return .none
     }
 
+    /// The type of outbound session `key`, or nil if there is none.
     public func outboundType(_ key: SessionKey) -> SessionType? { outbound[key]?.type }
 
+    /// Why outbound session `key` closed, or nil while it is open (or unknown).
     public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { outbound[key]?.closeReason }
 
     /// Offers one `send` to a session's queue. Sizes and state are checked here, so an oversize or
@@ -184,8 +197,10 @@ public struct CallMachine: Sendable {
         return .none
     }
 
+    /// The type of inbound session `key` as announced, or nil if none was announced.
     public func inboundType(_ key: SessionKey) -> SessionType? { inbound[key]?.type }
 
+    /// Whether the app made inbound session `key`.
     public func isInboundAccepted(_ key: SessionKey) -> Bool { inbound[key]?.isAccepted ?? false }
 
     /// LINE Planet `unsupportInboundDataSession`: tells the sender this side cannot handle the

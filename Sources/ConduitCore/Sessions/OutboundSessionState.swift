@@ -40,8 +40,10 @@ struct OutboundSessionState: Sendable {
 
 /// The outcome of offering a message to a session's queue.
 public enum EnqueueResult: Sendable, Hashable {
+    /// Queued under this message ID.
     case queued(messageID: UInt32)
     /// The queue is at its cap; try again after ``CallEvent/sendQueueHasRoom(_:)``.
     case queueFull
+    /// Refused: too large, or the session is closed.
     case failed(ConduitError)
 }

@@ -1,9 +1,12 @@
 /// Names one data session in one direction: its stream ID and subgroup (`nil` = main room, and
 /// the only value in 1:1 calls). The same stream ID in two subgroups is two sessions.
 public struct SessionKey: Hashable, Sendable, CustomStringConvertible {
+    /// The session's stream ID.
     public var streamID: StreamID
+    /// The subgroup, or nil for the main room and 1:1 calls.
     public var subgroup: SubgroupName?
 
+    /// Makes a key.
     public init(streamID: StreamID, subgroup: SubgroupName? = nil) {
         self.streamID = streamID
         self.subgroup = subgroup
@@ -21,6 +24,7 @@ public enum InboundDelivery: Sendable, Hashable {
     /// One fragment of a send (bytes types), unaggregated.
     case fragment(ReceivedFragment)
 
+    /// The sender's user-defined timestamp.
     public var timestamp: UInt64 {
         switch self {
         case .message(_, let timestamp): timestamp
@@ -28,6 +32,7 @@ public enum InboundDelivery: Sendable, Hashable {
         }
     }
 
+    /// The message's bytes, or the fragment's.
     public var bytes: [UInt8] {
         switch self {
         case .message(let bytes, _): bytes

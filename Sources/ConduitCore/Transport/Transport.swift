@@ -12,6 +12,7 @@ public struct TransportCapabilities: Sendable, Hashable {
     /// The datagram size the core fragments to (at most `maxDatagramSize`).
     public var mtu: Int
 
+    /// Makes capabilities. `mtu` must not exceed `maxDatagramSize`.
     public init(isReliable: Bool, isOrdered: Bool, supportsPartialReliability: Bool, maxDatagramSize: Int, mtu: Int) {
         self.isReliable = isReliable
         self.isOrdered = isOrdered
@@ -33,11 +34,15 @@ public struct TransportCapabilities: Sendable, Hashable {
 /// `read` and `write` run on the caller's executor (`nonisolated(nonsending)`): a driver that
 /// runs on the link's ``preferredExecutor`` reaches it without a thread hop per batch.
 public protocol TransportLink: AnyObject, Sendable {
+    /// What the link provides natively; the runtime adds the reliability engine where it lacks reliability or ordering.
     var capabilities: TransportCapabilities { get }
     /// A description of the remote end, for logs and reports.
     var remoteDescription: String { get }
+    /// Writes a batch of datagrams. Suspends while the link is full (backpressure); throws `connectionClosed` once the link is closed, `protocolViolation` for a datagram over `maxDatagramSize`.
     nonisolated(nonsending) func write(_ batch: DatagramBatch) async throws(ConduitError)
+    /// The next batch of datagrams from the peer; suspends until one arrives. Nil once the link is closed and everything received was read.
     nonisolated(nonsending) func read() async throws(ConduitError) -> DatagramBatch?
+    /// Closes the link; the peer's `read` returns nil. Safe to call twice and while reads and writes are in flight.
     func close() async
     /// The serial executor this link does its I/O on (a SwiftNIO event loop, say), or nil. The
     /// actors driving the link (reliability, the call) run on it when it is there, so a batch
@@ -55,6 +60,7 @@ public protocol TransportListener: AnyObject, Sendable {
     var localURL: TransportURL { get }
     /// The next incoming link, or nil once the listener is closed.
     func accept() async throws(ConduitError) -> (any TransportLink)?
+    /// Stops accepting: a pending `accept` returns nil. Links already accepted keep working.
     func close() async
 }
 
@@ -62,12 +68,14 @@ public protocol TransportListener: AnyObject, Sendable {
 public protocol Transport: Sendable {
     /// The URL schemes this transport answers, such as `loopback` or `udp`.
     var schemes: [String] { get }
+    /// Connects to the listener at `url`. Throws `connectionFailed`, `timedOut`, `invalidConfiguration` or `unsupportedByTransport`.
     func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink
     /// Connects, giving up after `timeout` unless the URL says otherwise: a transport whose URLs
     /// take `connect-timeout-ms` uses that option when present (it overrides the configuration's
     /// `connectTimeoutMs`), else `timeout`. The default implementation ignores `timeout` (the
     /// runtime bounds every connect by it anyway).
     func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink
+    /// Listens at `url`. Throws `addressInUse`, `invalidConfiguration` or `unsupportedByTransport`.
     func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener
 }
 
@@ -82,8 +90,10 @@ extension Transport {
 public struct TransportRegistry: Sendable {
     private var transports: [String: any Transport] = [:]
 
+    /// An empty registry: no scheme resolves.
     public init() {}
 
+    /// A registry holding `transports`, each under every scheme it names; a later one replaces an earlier one with the same scheme.
     public init(_ transports: [any Transport]) {
         for transport in transports { register(transport) }
     }
@@ -93,14 +103,17 @@ public struct TransportRegistry: Sendable {
         for scheme in transport.schemes { transports[scheme.lowercased()] = transport }
     }
 
+    /// A copy with `transport` registered under its schemes (replacing any already there).
     public func registering(_ transport: any Transport) -> TransportRegistry {
         var copy = self
         copy.register(transport)
         return copy
     }
 
+    /// The registered schemes, sorted.
     public var schemes: [String] { transports.keys.sorted() }
 
+    /// The transport registered for `scheme` (case-insensitive), or nil.
     public func transport(for scheme: String) -> (any Transport)? { transports[scheme.lowercased()] }
 
     /// Parses `text` and finds its transport, or says which schemes are known.

@@ -3,13 +3,18 @@
 /// `loopback://demo`, `udp://127.0.0.1:9000?mtu=1400`, `sctp+udp://[::1]:5000`. Parsed without
 /// Foundation, strictly: a malformed string is a typed error naming what is wrong.
 public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
+    /// The scheme, lowercased: `loopback`, `udp`, `sctp+udp`, `sctp`.
     public var scheme: String
     /// Host name, IP literal (without brackets) or loopback name.
     public var host: String
+    /// The port, if the URL has one.
     public var port: Int?
+    /// The path after the authority, without the leading slash; usually empty.
     public var path: String
+    /// The query's options, by name.
     public var query: [String: String]
 
+    /// Makes a URL from its parts.
     public init(scheme: String, host: String, port: Int? = nil, path: String = "", query: [String: String] = [:]) {
         self.scheme = scheme
         self.host = host
@@ -18,6 +23,7 @@ public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
         self.query = query
     }
 
+    /// Parses `scheme://host[:port][/path][?key=value&...]`. Throws `invalidAddress` naming what is wrong.
     public init(parsing text: String) throws(ConduitError) {
         func bad(_ why: String) -> ConduitError {
             ConduitError(.invalidAddress, "'\(text)' is not a transport URL: \(why)")

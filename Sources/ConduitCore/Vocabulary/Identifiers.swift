@@ -4,7 +4,9 @@ public protocol ValidatedIdentifier: Hashable, Sendable, Comparable, CustomStrin
 where StringLiteralType == String {
     /// What the identifier is called in error messages ("peer ID").
     static var kind: String { get }
+    /// The most UTF-8 bytes the identifier may have.
     static var maxBytes: Int { get }
+    /// The identifier's text.
     var rawValue: String { get }
     /// Wraps an already validated value.
     init(unchecked value: String)
@@ -36,7 +38,9 @@ extension ValidatedIdentifier {
 /// Identifies a participant: a user ID in a call or a room.
 public struct PeerID: ValidatedIdentifier {
     public static let kind = "peer ID"
+    /// A peer ID has at most 128 bytes of UTF-8.
     public static let maxBytes = 128
+    /// The peer ID's text.
     public let rawValue: String
     public init(unchecked value: String) { rawValue = value }
 }
@@ -44,7 +48,9 @@ public struct PeerID: ValidatedIdentifier {
 /// Identifies a group-call room; shared out of band before joining.
 public struct RoomID: ValidatedIdentifier {
     public static let kind = "room ID"
+    /// A room ID has at most 128 bytes of UTF-8.
     public static let maxBytes = 128
+    /// The room ID's text.
     public let rawValue: String
     public init(unchecked value: String) { rawValue = value }
 }
@@ -52,7 +58,9 @@ public struct RoomID: ValidatedIdentifier {
 /// A named subset of a room. `nil` where a `SubgroupName?` is expected means the main room.
 public struct SubgroupName: ValidatedIdentifier {
     public static let kind = "subgroup name"
+    /// A subgroup name has at most 64 bytes of UTF-8.
     public static let maxBytes = 64
+    /// The subgroup name's text.
     public let rawValue: String
     public init(unchecked value: String) { rawValue = value }
 }
@@ -61,7 +69,9 @@ public struct SubgroupName: ValidatedIdentifier {
 /// declared); labels of plain data channels are free-form.
 public struct ChannelLabel: ValidatedIdentifier {
     public static let kind = "label"
+    /// A label has at most 255 bytes of UTF-8.
     public static let maxBytes = 255
+    /// The label's text.
     public let rawValue: String
     public init(unchecked value: String) { rawValue = value }
 

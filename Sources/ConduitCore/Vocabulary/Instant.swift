@@ -4,12 +4,15 @@ public struct ConduitInstant: Hashable, Sendable, Comparable, CustomStringConver
     /// Nanoseconds since an arbitrary origin chosen by the caller.
     public var nanoseconds: UInt64
 
+    /// The instant `nanoseconds` after the driver's origin.
     public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
 
+    /// The driver's origin.
     public static let zero = ConduitInstant(nanoseconds: 0)
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 
+    /// The instant `rhs` later (negative durations clamp at ``zero``).
     public static func + (lhs: Self, rhs: Duration) -> Self {
         let delta = rhs.nanosecondsClamped
         return delta >= 0

@@ -3,6 +3,7 @@
 /// `maxRetransmits` and `maxPacketLifeTime` are mutually exclusive (RFC 8831 section 6.1, and the
 /// Twilio DataTrack contract); ``Reliability/init(ordered:maxRetransmits:maxPacketLifeTime:)`` refuses both.
 public struct Reliability: Hashable, Sendable, CustomStringConvertible {
+    /// When a sender gives up on a message.
     public enum Limit: Hashable, Sendable {
         /// Retransmit until acknowledged.
         case none
@@ -12,9 +13,12 @@ public struct Reliability: Hashable, Sendable, CustomStringConvertible {
         case maxPacketLifeTime(milliseconds: UInt32)
     }
 
+    /// Whether messages are delivered in the order sent.
     public var ordered: Bool
+    /// When a message is given up on; `.none` retransmits until acknowledged.
     public var limit: Limit
 
+    /// Makes a reliability from ordering and a limit.
     public init(ordered: Bool = true, limit: Limit = .none) {
         self.ordered = ordered
         self.limit = limit
@@ -48,6 +52,7 @@ public struct Reliability: Hashable, Sendable, CustomStringConvertible {
         type.isReliable ? .reliableOrdered : Reliability(ordered: false, limit: .maxRetransmits(0))
     }
 
+    /// Whether messages are retransmitted until acknowledged.
     public var isFullyReliable: Bool { limit == .none }
 
     public var description: String {

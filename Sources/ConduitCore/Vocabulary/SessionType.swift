@@ -3,12 +3,18 @@
 /// *Message* types reassemble and deliver one message per `send` (at most 128 KiB).
 /// *Bytes* types deliver fragments unaggregated, with enough metadata to aggregate (at most 4 MiB).
 public enum SessionType: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Whole messages up to 128 KiB, each delivered once, in order.
     case reliableMessage = 0
+    /// Whole messages up to 128 KiB; a message that does not fully arrive is not delivered.
     case unreliableMessage = 1
+    /// Raw bytes up to 4 MiB per send, delivered as fragments, all of them, in order.
     case reliableBytes = 2
+    /// Raw bytes up to 4 MiB per send, delivered as fragments; some may be missing.
     case unreliableBytes = 3
 
+    /// Whether every send is delivered (`reliableMessage`, `reliableBytes`).
     public var isReliable: Bool { self == .reliableMessage || self == .reliableBytes }
+    /// Whether sends are delivered as whole messages rather than fragments.
     public var isMessage: Bool { self == .reliableMessage || self == .unreliableMessage }
 
     /// The largest payload one `send` may carry for this type.

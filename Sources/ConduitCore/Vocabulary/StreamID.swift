@@ -6,11 +6,13 @@
 public struct StreamID: RawRepresentable, Hashable, Sendable, Comparable, ExpressibleByIntegerLiteral,
     CustomStringConvertible
 {
+    /// The stream IDs apps may use: 100…999.
     public static let validRange: ClosedRange<Int> = 100...999
 
     public let rawValue: Int
 
     public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Wraps `value` unchecked; ``isValid`` tells whether it is in range.
     public init(_ value: Int) { self.rawValue = value }
     public init(integerLiteral value: Int) { self.rawValue = value }
 
@@ -22,6 +24,7 @@ public struct StreamID: RawRepresentable, Hashable, Sendable, Comparable, Expres
         return StreamID(value)
     }
 
+    /// Whether the ID is within ``validRange``.
     public var isValid: Bool { Self.validRange.contains(rawValue) }
 
     /// The 16-bit wire value. Only valid IDs are ever encoded.

@@ -24,6 +24,7 @@ public enum ControlFrame: Hashable, Sendable {
     /// The sender is hanging up.
     case goodbye
 
+    /// Bytes of a control frame's fixed header.
     public static let headerSize = 10
 
     enum ControlType: UInt8 {
@@ -70,6 +71,7 @@ public enum ControlFrame: Hashable, Sendable {
         out.append(contentsOf: body)
     }
 
+    /// The frame as sent on the wire.
     public var encoded: [UInt8] {
         var out: [UInt8] = []
         encode(into: &out)
@@ -142,6 +144,7 @@ public enum ControlFrame: Hashable, Sendable {
         }
     }
 
+    /// Parses a control frame. Throws ``WireError`` for a truncated, unknown or malformed frame.
     public static func parse(_ bytes: [UInt8]) throws(WireError) -> ControlFrame {
         let result: Result<ControlFrame, WireError> = bytes.withUnsafeBytes { raw in
             Result { () throws(WireError) in try parse(raw) }

@@ -27,18 +27,27 @@
 /// fragments impossible to express, lets the receiver track fragments with one bit each, and lets
 /// the parser refuse a frame whose claims are out of bounds before anything is allocated.
 public struct DataFrameHeader: Hashable, Sendable {
+    /// Bytes of the header before every data fragment.
     public static let size = 32
 
+    /// The session's stream ID.
     public var streamID: StreamID
+    /// The session's type.
     public var sessionType: SessionType
     /// 0 is the main room (and the only value in 1:1 calls).
     public var subgroupID: UInt16
+    /// The send's number within the session, shared by its fragments.
     public var messageID: UInt32
+    /// Where this fragment's bytes start in the send, in bytes.
     public var fragmentOffset: UInt32
+    /// The send's whole length, in bytes.
     public var totalLength: UInt32
+    /// Payload bytes per fragment for this send (the last may be shorter).
     public var fragmentSize: UInt16
+    /// The app's user-defined timestamp of the send.
     public var timestamp: UInt64
 
+    /// Makes a header.
     public init(
         streamID: StreamID,
         sessionType: SessionType,
@@ -64,6 +73,7 @@ public struct DataFrameHeader: Hashable, Sendable {
         totalLength == 0 ? 1 : (Int(totalLength) + Int(fragmentSize) - 1) / Int(fragmentSize)
     }
 
+    /// The fragment's position in its send, counting from 0.
     @inlinable public var fragmentIndex: Int { Int(fragmentOffset) / Int(fragmentSize) }
 
     /// The payload length this fragment must carry.

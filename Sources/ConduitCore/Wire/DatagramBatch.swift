@@ -4,10 +4,12 @@
 /// in-process hand-off). Storing all datagrams back to back keeps the send path at a couple of
 /// allocations per batch instead of one per fragment; reusing a batch after `removeAll` keeps it at none.
 public struct DatagramBatch: Sendable, Hashable {
+    /// Every datagram's bytes, back to back.
     public private(set) var storage: [UInt8]
     /// End offset of each datagram in `storage`.
     public private(set) var ends: [Int]
 
+    /// Makes an empty batch, reserving room for `reservingBytes` bytes and `datagrams` datagrams.
     public init(reservingBytes: Int = 0, datagrams: Int = 0) {
         storage = []
         ends = []
@@ -15,8 +17,11 @@ public struct DatagramBatch: Sendable, Hashable {
         ends.reserveCapacity(datagrams)
     }
 
+    /// The number of datagrams.
     public var count: Int { ends.count }
+    /// Whether the batch holds no datagram.
     public var isEmpty: Bool { ends.isEmpty }
+    /// The bytes of all datagrams together.
     public var byteCount: Int { storage.count }
 
     /// Byte range of datagram `index` in `storage`.
@@ -24,6 +29,7 @@ public struct DatagramBatch: Sendable, Hashable {
         (index == 0 ? 0 : ends[index - 1])..<ends[index]
     }
 
+    /// Calls `body` with datagram `index`'s bytes, valid only during the call.
     public func withDatagram<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let range = range(of: index)
         return try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
@@ -44,11 +50,13 @@ public struct DatagramBatch: Sendable, Hashable {
     /// A copy of one datagram, for tests and tools.
     public subscript(index: Int) -> [UInt8] { Array(storage[range(of: index)]) }
 
+    /// Appends a copy of `datagram`.
     public mutating func append(_ datagram: UnsafeRawBufferPointer) {
         storage.append(contentsOf: datagram)
         ends.append(storage.count)
     }
 
+    /// Appends a copy of `datagram`.
     public mutating func append(_ datagram: [UInt8]) {
         storage.append(contentsOf: datagram)
         ends.append(storage.count)
@@ -74,12 +82,14 @@ public struct DatagramBatch: Sendable, Hashable {
         ends.append(storage.count)
     }
 
+    /// Appends every datagram of `other`, in order.
     public mutating func append(contentsOf other: DatagramBatch) {
         let base = storage.count
         storage.append(contentsOf: other.storage)
         for end in other.ends { ends.append(base + end) }
     }
 
+    /// Removes every datagram, keeping the storage for reuse by default.
     public mutating func removeAll(keepingCapacity: Bool = true) {
         storage.removeAll(keepingCapacity: keepingCapacity)
         ends.removeAll(keepingCapacity: keepingCapacity)

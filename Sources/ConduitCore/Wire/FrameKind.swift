@@ -1,11 +1,15 @@
 /// The first byte of every Conduit frame: the wire version in the high nibble, the frame kind in
 /// the low nibble. See `docs/wire-format.md`.
 public enum WireVersion {
+    /// The wire version this build writes and reads.
     public static let current: UInt8 = 1
 }
 
+/// What follows a frame's version byte.
 public enum FrameKind: UInt8, Sendable, Hashable {
+    /// A data fragment of a session (``DataFrameHeader``).
     case data = 0
+    /// A control frame (``ControlFrame``): hello, goodbye, session opens and closes.
     case control = 1
 
     /// Reads the version and kind from a datagram's first byte.

@@ -2,12 +2,17 @@
 public enum WireError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes than the fixed header needs (includes the empty datagram).
     case truncated(needed: Int, got: Int)
+    /// The frame's version is not one this build reads.
     case unsupportedVersion(UInt8)
+    /// The frame kind is not one version 1 defines.
     case unknownFrameKind(UInt8)
+    /// The control frame type is not one version 1 defines.
     case unknownControlType(UInt8)
     /// Flag bits that version 1 does not define were set.
     case reservedBitsSet
+    /// The stream ID is outside 100…999.
     case invalidStreamID(UInt16)
+    /// The session type byte is not one of the four types.
     case invalidSessionType(UInt8)
     /// The frame claims a message larger than its session type allows.
     case messageTooLarge(claimed: UInt32, limit: Int)

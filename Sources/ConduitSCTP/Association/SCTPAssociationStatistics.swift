@@ -11,24 +11,37 @@ import Darwin
 
 /// What one association did, for tests and reports.
 public struct SCTPAssociationStatistics: Sendable, Hashable {
+    /// SCTP packets written to the UDP socket.
     public var packetsSent = 0
+    /// SCTP packets received from the peer whose checksum was right.
     public var packetsReceived = 0
+    /// Data-channel messages handed to usrsctp.
     public var messagesSent = 0
+    /// Data-channel messages delivered to channels (or to the Conduit link).
     public var messagesReceived = 0
-    /// Channels open now, and stream IDs this end holds (open, or waiting for their reset).
+    /// Channels open now.
     public var openChannels = 0
+    /// Stream IDs this end holds: open channels, and closed ones waiting for their stream reset.
     public var streamsInUse = 0
+    /// Channels opened, by either side, since the association started.
     public var channelsOpened = 0
+    /// Channels closed, by either side.
     public var channelsClosed = 0
-    /// Messages on a stream with no channel, bad DCEP messages, and PPIDs we do not take.
+    /// Messages on a stream with no channel.
     public var droppedNoChannel = 0
+    /// DCEP messages that did not parse, or came on a stream of the wrong parity.
     public var droppedDCEP = 0
+    /// Messages with a PPID data channels do not use (52, 54, or unknown).
     public var droppedPPID = 0
+    /// Messages larger than ``DataChannel/maxMessageSize``.
     public var droppedOversize = 0
     /// Packets whose CRC32c was wrong (corrupted on the way), dropped before usrsctp saw them.
     public var droppedChecksum = 0
+    /// Stream resets the peer refused (the stream ID stays in use until one succeeds).
     public var resetsRefused = 0
+    /// Partially reliable messages usrsctp abandoned (their retransmission limit or lifetime ran out).
     public var sendsAbandoned = 0
+    /// All counters at zero.
     public init() {}
 }
 

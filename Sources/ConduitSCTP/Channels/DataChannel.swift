@@ -9,10 +9,15 @@ public final class DataChannel: Sendable {
     /// The largest message `send` takes (and `receive` delivers; larger ones are dropped, counted).
     public static let maxMessageSize = 256 << 10
 
+    /// The SCTP stream the channel uses in both directions: even if the connecting side opened it, odd otherwise.
     public let streamID: UInt16
+    /// The label given when the channel was opened (DCEP `Label`).
     public let label: String
+    /// The subprotocol given when the channel was opened (DCEP `Protocol`); empty if none.
     public let `protocol`: String
+    /// Ordering and partial reliability, from the channel type.
     public let reliability: Reliability
+    /// The relative priority from the DCEP open (256: normal).
     public let priority: UInt16
     let inbox: SCTPInbox<DataChannelMessage>
     private let connection: SCTPConnection
@@ -58,15 +63,20 @@ public final class DataChannel: Sendable {
 
 /// A data-channel message: text or bytes (the kind travels as the SCTP PPID, RFC 8831 section 8).
 public struct DataChannelMessage: Sendable, Hashable {
+    /// Text or bytes, as the PPID said.
     public var kind: DataChannelMessageKind
+    /// The message's bytes (UTF-8 for text).
     public var bytes: [UInt8]
 
+    /// Makes a message of `kind` with `bytes`.
     public init(kind: DataChannelMessageKind, bytes: [UInt8]) {
         self.kind = kind
         self.bytes = bytes
     }
 
+    /// A text message of `text`'s UTF-8.
     public static func string(_ text: String) -> DataChannelMessage { DataChannelMessage(kind: .string, bytes: Array(text.utf8)) }
+    /// A binary message of `bytes`.
     public static func binary(_ bytes: [UInt8]) -> DataChannelMessage { DataChannelMessage(kind: .binary, bytes: bytes) }
 
     /// The text of a string message (nil for binary, or bytes that are not UTF-8).

@@ -26,6 +26,7 @@ public final class SCTPAssociation: Sendable {
         try await SCTPAssociationListener.bind(url, conduitAware: false)
     }
 
+    /// The peer's address, for logs.
     public var remoteDescription: String { connection.remoteDescription }
 
     /// Whether the peer is Conduit (its first channel spoke ``SCTPConduitMapping/protocolName``).
@@ -70,6 +71,7 @@ public final class SCTPAssociation: Sendable {
 public final class SCTPAssociationListener: Sendable {
     let endpoint: SCTPUDPEndpoint
     let queue = SCTPInbox<SCTPConnection>(maxItems: 64, maxBytes: Int.max, size: { _ in 1 })
+    /// The UDP address the listener is bound to, with the real port when port 0 was asked.
     public let localURL: TransportURL
 
     private init(endpoint: SCTPUDPEndpoint, localURL: TransportURL) {

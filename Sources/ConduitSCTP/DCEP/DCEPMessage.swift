@@ -2,7 +2,9 @@
 /// A message of the Data Channel Establishment Protocol (RFC 8832 section 5), read from an SCTP
 /// message with PPID 50.
 public enum DCEPMessage: Sendable, Hashable {
+    /// DATA_CHANNEL_OPEN: the peer opens a channel on the stream this arrived on.
     case open(DataChannelOpen)
+    /// DATA_CHANNEL_ACK: the peer accepted a channel this end opened.
     case ack
 
     /// Parses one PPID-50 message. RFC 8832 section 5: other message types are reserved; a
@@ -20,6 +22,7 @@ public enum DCEPMessage: Sendable, Hashable {
         }
     }
 
+    /// The message as sent on the wire (PPID 50).
     public var bytes: [UInt8] {
         switch self {
         case .open(let open): open.bytes
@@ -30,18 +33,27 @@ public enum DCEPMessage: Sendable, Hashable {
 
 /// Why a DCEP message was refused. A struct with an extensible code, as in swift-nio-http2.
 public struct DCEPError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong with a DCEP message.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         let name: String
+        /// Shorter than its fixed part, or than the lengths it states.
         public static let truncated = Code(name: "truncated")
+        /// An ACK longer than one byte, or an OPEN whose lengths do not add up.
         public static let lengthMismatch = Code(name: "lengthMismatch")
+        /// A message type other than OPEN (0x03) and ACK (0x02).
         public static let unknownMessageType = Code(name: "unknownMessageType")
+        /// A channel type RFC 8832 does not define.
         public static let unknownChannelType = Code(name: "unknownChannelType")
+        /// A label or protocol that is not valid UTF-8.
         public static let invalidUTF8 = Code(name: "invalidUTF8")
         public var description: String { name }
     }
 
+    /// What kind of problem it is.
     public let code: Code
+    /// A description for logs.
     public let message: String
+    /// Makes an error with its code and a description.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

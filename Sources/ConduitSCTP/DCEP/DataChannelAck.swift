@@ -9,8 +9,11 @@
 /// +-+-+-+-+-+-+-+-+
 /// ```
 public struct DataChannelAck: Sendable, Hashable {
+    /// The DCEP message type of an ACK (RFC 8832 section 8.2.1).
     public static let messageType: UInt8 = 0x02
+    /// Makes the ACK; it has no fields.
     public init() {}
+    /// The ACK as sent: its message type, one byte.
     public var bytes: [UInt8] { [Self.messageType] }
 }
 #endif

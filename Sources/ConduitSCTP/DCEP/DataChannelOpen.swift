@@ -20,15 +20,20 @@ public import ConduitCore
 /// ```
 /// Message type 0x03. Label and protocol are UTF-8, without padding or terminator.
 public struct DataChannelOpen: Sendable, Hashable {
+    /// The DCEP message type of an OPEN (RFC 8832 section 8.2.1).
     public static let messageType: UInt8 = 0x03
     static let fixedSize = 12
 
+    /// Ordering and reliability, with the reliability parameter.
     public var channelType: DataChannelType
     /// Relative priority (RFC 8832 section 5.1 suggests 128, 256, 512, 1024); we send 256 ("normal").
     public var priority: UInt16
+    /// The channel's label, UTF-8.
     public var label: String
+    /// The channel's subprotocol, UTF-8; empty if none.
     public var `protocol`: String
 
+    /// Makes an OPEN for a channel with `reliability`, `priority`, `label` and `protocol`.
     public init(reliability: Reliability, priority: UInt16 = 256, label: String, protocol: String) {
         self.channelType = DataChannelType(reliability)
         self.priority = priority
@@ -36,6 +41,7 @@ public struct DataChannelOpen: Sendable, Hashable {
         self.protocol = `protocol`
     }
 
+    /// The OPEN as sent on the wire (PPID 50).
     public var bytes: [UInt8] {
         let label = Array(label.utf8), proto = Array(self.protocol.utf8)
         let (type, parameter) = channelType.wire

@@ -11,8 +11,10 @@ public import ConduitCore
 /// The high bit is "unordered"; the low bits choose how the reliability parameter is read
 /// (nothing, a retransmission count, or a lifetime in milliseconds).
 public struct DataChannelType: Sendable, Hashable {
+    /// The ordering and the partial-reliability limit this channel type stands for.
     public var reliability: Reliability
 
+    /// The channel type for `reliability`.
     public init(_ reliability: Reliability) { self.reliability = reliability }
 
     static let unorderedBit: UInt8 = 0x80

@@ -7,15 +7,21 @@
 public enum PayloadProtocolIdentifier: UInt32, Sendable, Hashable {
     /// DATA_CHANNEL_OPEN and DATA_CHANNEL_ACK (RFC 8832 section 8.1).
     case dcep = 50
+    /// WebRTC String: a non-empty UTF-8 message.
     case string = 51
+    /// WebRTC Binary: a non-empty binary message.
     case binary = 53
+    /// WebRTC String Empty: an empty text message (sent as one zero byte).
     case emptyString = 56
+    /// WebRTC Binary Empty: an empty binary message (sent as one zero byte).
     case emptyBinary = 57
 }
 
 /// What a data-channel message holds: text (UTF-8) or bytes. The distinction travels as the PPID.
 public enum DataChannelMessageKind: String, Sendable, Hashable, Codable {
+    /// Text, UTF-8 (PPID 51, or 56 when empty).
     case string
+    /// Bytes (PPID 53, or 57 when empty).
     case binary
 
     /// The PPID that carries a message of this kind and `count` bytes.

@@ -6,11 +6,13 @@
 /// (RFC 8831 section 6.7, RFC 6525), so a late message of the old channel can never be read as
 /// one of a new channel. Lowest free ID first, so IDs stay small and get reused.
 public struct StreamIDAllocator: Sendable, Hashable {
+    /// Whether this end connected (and so takes even stream IDs).
     public let isClient: Bool
     /// Streams negotiated for the association: IDs are below this.
     public let streamCount: Int
     private var inUse: Set<UInt16> = []
 
+    /// Makes an allocator with no ID in use, for the side `isClient` says, over `streamCount` negotiated streams.
     public init(isClient: Bool, streamCount: Int) {
         self.isClient = isClient
         self.streamCount = streamCount
@@ -19,6 +21,7 @@ public struct StreamIDAllocator: Sendable, Hashable {
     /// Whether `id` belongs to this end (so a peer's OPEN on it is a protocol error).
     public func isOurs(_ id: UInt16) -> Bool { (id % 2 == 0) == isClient }
 
+    /// Stream IDs of this end's parity now held (open, or waiting for their reset).
     public var count: Int { inUse.count }
 
     /// The lowest free ID of our parity, or nil when every one is taken.

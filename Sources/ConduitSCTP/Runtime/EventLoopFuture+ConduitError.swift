@@ -3,7 +3,7 @@ import ConduitCore
 import NIOCore
 
 extension EventLoopFuture where Value: Sendable {
-    /// Awaits the value. The event loop side fails these futures with a ``ConduitError`` that is
+    /// Awaits the value. The event loop side fails these futures with a `ConduitError` that is
     /// already the right answer, which passes through; anything else (a NIO channel error) becomes
     /// `code`, described as "`context`: error".
     func value(orFailWith code: ConduitError.Code, _ context: @autoclosure () -> String) async throws(ConduitError) -> Value {

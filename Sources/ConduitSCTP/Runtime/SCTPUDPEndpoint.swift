@@ -156,7 +156,9 @@ public struct SCTPEndpointStatistics: Sendable, Hashable {
     public var droppedStranger = 0
     /// INITs refused because `maxPeers` associations exist.
     public var droppedBusy = 0
+    /// Associations started on this endpoint.
     public var associations = 0
+    /// All counters at zero.
     public init() {}
 }
 

@@ -26,7 +26,9 @@ public import ConduitCore
 /// channel the peer opens: "conduit/1" makes the association a Conduit link, anything else a
 /// standard association (``SCTPTransport/init(standardPeers:)``).
 public enum SCTPConduitMapping {
+    /// The protocol of every Conduit channel: a listener that sees it on the first channel treats the peer as a Conduit caller.
     public static let protocolName = "conduit/1"
+    /// The label of the call's own channel, opened by the caller.
     public static let callLabel = "conduit"
 
     /// Frames up to this size are one SCTP message each. The wire format's 16-bit fragment length

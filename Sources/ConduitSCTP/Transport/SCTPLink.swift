@@ -7,6 +7,7 @@ import Synchronization
 /// the data channel of its Conduit channel (see ``SCTPConduitMapping``); every message received,
 /// on any channel, is one datagram for the reader.
 public final class SCTPLink: TransportLink {
+    /// Reliable and ordered for the call (SCTP itself retransmits and orders), with partial reliability for unreliable session types.
     public let capabilities = SCTPConduitMapping.capabilities
     public let remoteDescription: String
     let connection: SCTPConnection
@@ -23,6 +24,7 @@ public final class SCTPLink: TransportLink {
         self.observer = observer
     }
 
+    /// Sends each frame as one SCTP message on its data session's channel (opened on first use) and returns once usrsctp has taken the batch; a goodbye goes only once everything before it is acknowledged. Throws `protocolViolation` for a frame over the limit, `connectionClosed` once the association is gone.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         guard !batch.isEmpty else { return }
         var goodbye: Int?
@@ -76,6 +78,7 @@ public final class SCTPLink: TransportLink {
         }
     }
 
+    /// The next frames received from the peer, or nil once the association closed.
     public func read() async throws(ConduitError) -> DatagramBatch? {
         guard let messages = await connection.linkInbox.next() else { return nil }
         var batch = DatagramBatch(reservingBytes: messages.reduce(0) { $0 + $1.count }, datagrams: messages.count)

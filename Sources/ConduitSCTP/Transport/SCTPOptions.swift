@@ -19,15 +19,22 @@ public import ConduitCore
 ///   by default. Loopback has no smaller hop, and 1472 still fits relays that read 2 KiB datagrams
 ///   (`conduit impair`). A large value (64000) cuts per-packet work many times over on loopback.
 public struct SCTPOptions: Sendable, Hashable {
+    /// The URL scheme, `sctp+udp`.
     public static let scheme = "sctp+udp"
     static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts", "mtu"]
 
+    /// The SCTP port of both ends (`sctp-port`).
     public var sctpPort: Int
+    /// How long `connect` retransmits its INIT, in milliseconds (`connect-timeout-ms`).
     public var connectTimeoutMilliseconds: Int
+    /// SCTP streams offered each way (`streams`).
     public var streams: Int
+    /// INITs sent before usrsctp gives up (`init-attempts`).
     public var initAttempts: Int
+    /// SCTP packet size in bytes, which is the UDP payload size (`mtu`).
     public var mtu: Int
 
+    /// Reads the options from `url`'s query; `listening` chooses the defaults of a listening end. Throws `invalidConfiguration` naming an unknown option or a value out of range.
     public init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
         guard url.scheme == Self.scheme else {
             throw ConduitError(.invalidAddress, "\(url) is not an sctp+udp:// URL")

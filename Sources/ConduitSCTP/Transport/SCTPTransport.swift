@@ -33,6 +33,7 @@ public struct SCTPTransport: Transport {
         self.observer = SCTPObserver(logger: logger, metricsFactory: metricsFactory)
     }
 
+    /// Connects an association to `url` and opens the call's channel. Throws `timedOut` after `connect-timeout-ms`, `connectionFailed` when usrsctp gives up.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         try await connectSCTP(to: url)
     }
@@ -60,10 +61,12 @@ public struct SCTPTransport: Transport {
         return link
     }
 
+    /// Binds a UDP socket at `url` and accepts associations (port 0: an ephemeral port). Throws `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         try await listenSCTP(on: url)
     }
 
+    /// `listen`, returning the concrete listener (for its associations and statistics).
     public func listenSCTP(on url: TransportURL) async throws(ConduitError) -> SCTPListener {
         let listener = SCTPListener(associations: try await SCTPAssociationListener.bind(url, conduitAware: true), standardPeers: standardPeers, observer: observer)
         observer.logger.debug("sctp listening", metadata: ["conduit.url": "\(listener.localURL)"])
@@ -73,6 +76,7 @@ public struct SCTPTransport: Transport {
 
 /// Accepts Conduit callers as links; hands standard peers to the transport's handler.
 public final class SCTPListener: TransportListener {
+    /// The associations this listener accepts, Conduit callers and standard peers alike.
     public let associations: SCTPAssociationListener
     private let standardPeers: (@Sendable (SCTPAssociation) async -> Void)?
     private let observer: SCTPObserver?
@@ -102,6 +106,7 @@ public final class SCTPListener: TransportListener {
         return nil
     }
 
+    /// Stops accepting and closes the UDP socket once its associations are gone; links already accepted keep working.
     public func close() async { await associations.close() }
 }
 #endif

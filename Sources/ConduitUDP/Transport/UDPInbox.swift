@@ -1,7 +1,7 @@
 import ConduitCore
 import Synchronization
 
-/// Received datagrams waiting for the link's reader: one ``DatagramBatch`` that the event loop
+/// Received datagrams waiting for the link's reader: one `DatagramBatch` that the event loop
 /// appends to once per read burst and that `read` takes whole. Bounded by datagrams and bytes;
 /// what does not fit is refused (the caller counts it: the link is unreliable).
 final class UDPInbox: Sendable {

@@ -16,10 +16,12 @@ import Darwin
 /// the client side, the listener's on the server side); received datagrams reach the reader once
 /// per read burst through a bounded inbox.
 public final class UDPLink: TransportLink {
+    /// Unreliable and unordered datagrams of at most the agreed `mtu` minus the 12-byte RTP header; the reliability engine runs above.
     public let capabilities: TransportCapabilities
     public let remoteDescription: String
     /// This end's SSRC and the peer's.
     public let localSSRC: UInt32
+    /// The SSRC the peer sends with; RTP with another SSRC is dropped and counted.
     public let remoteSSRC: UInt32
 
     let channel: any Channel
@@ -90,6 +92,7 @@ public final class UDPLink: TransportLink {
     /// The event loop of the channel this link sends through.
     public var preferredExecutor: (any SerialExecutor)? { channel.eventLoop.executor }
 
+    /// Sends each datagram of the batch as one RTP packet (SRTP-protected when configured), in one segmented write where offload allows. Does not wait for the peer; throws `connectionClosed` once the link closed.
     nonisolated(nonsending) public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         guard !batch.isEmpty else { return }
         for index in 0..<batch.count where batch.range(of: index).count > capabilities.maxDatagramSize {
@@ -258,6 +261,7 @@ public final class UDPLink: TransportLink {
 
     // MARK: Reading and closing
 
+    /// The next datagrams received from the peer, or nil once the link closed (BYE, `close()`, or the socket closed).
     nonisolated(nonsending) public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.read() }
 
     /// Sends BYE (unless the peer already said it), ends reads, and releases the socket or the

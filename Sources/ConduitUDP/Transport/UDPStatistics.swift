@@ -1,8 +1,12 @@
 /// What one UDP link did. Counts since the link was established.
 public struct UDPLinkStatistics: Sendable, Hashable, Codable {
+    /// RTP datagrams written.
     public var datagramsSent = 0
+    /// Bytes written, RTP headers included.
     public var bytesSent = 0
+    /// RTP datagrams from the peer accepted.
     public var datagramsReceived = 0
+    /// Bytes of those datagrams, RTP headers included.
     public var bytesReceived = 0
     /// Received datagrams dropped because the reader fell behind (the link's inbox was full).
     public var droppedQueueFull = 0
@@ -14,11 +18,12 @@ public struct UDPLinkStatistics: Sendable, Hashable, Codable {
     public var sendErrors = 0
     /// With SRTP: datagrams from the peer that failed authentication or were replays (dropped).
     public var droppedSRTP = 0
-    /// Writes of several datagrams for the kernel to segment (UDP_SEGMENT), and those refused
-    /// (after which the link writes datagram by datagram).
+    /// Writes of several datagrams for the kernel to segment (UDP_SEGMENT).
     public var segmentedWrites = 0
+    /// Segmented writes the kernel refused; after the first, the link writes datagram by datagram.
     public var segmentationOffloadFailures = 0
 
+    /// All counters at zero.
     public init() {}
 }
 
@@ -42,6 +47,7 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     /// RTCP one answered with a clear REJECT, so a client with other keys learns why at once).
     public var srtpRejected = 0
 
+    /// All counters at zero.
     public init() {}
 
     /// Every datagram that reached the listener without reaching a link is in exactly one counter

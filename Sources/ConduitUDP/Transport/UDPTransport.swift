@@ -49,6 +49,7 @@ public struct UDPTransport: Transport {
         self.observer = UDPObserver(logger: logger, metricsFactory: metricsFactory)
     }
 
+    /// Binds a UDP socket at `url`'s host and port (port 0: ephemeral; the listener's `localURL` has the real one). Throws `invalidConfiguration` for unknown options and `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         try await listenUDP(on: url)
     }
@@ -75,6 +76,7 @@ public struct UDPTransport: Transport {
         return UDPListener(localURL: localURL, channel: channel, core: core)
     }
 
+    /// Connects to `url` with the cookie handshake, retried with backoff until `connect-timeout-ms`. Throws `timedOut` (with SRTP, saying that keys may be why) or `connectionFailed` when the listener rejects the handshake.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         try await connectUDP(to: url)
     }
