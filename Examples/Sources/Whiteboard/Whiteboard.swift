@@ -90,31 +90,19 @@ struct Whiteboard {
             // What the room tells this peer: tracks to subscribe to, cursor sessions to take.
             group.addTask {
                 await withDiscardingTaskGroup { readers in
-                    var subscribed: Set<PeerID> = []
-                    /// Subscribes to a peer's strokes once; false while its track is not announced yet.
-                    func subscribe(to publisher: PeerID) async {
-                        guard !subscribed.contains(publisher),
-                              let remote = await room.subscribeDataTrack(strokes, of: publisher) else { return }
-                        subscribed.insert(publisher)
-                        say("\(peer) subscribed to \(publisher)'s strokes")
-                        readers.addTask {
-                            for await bytes in remote.messages {
-                                let stroke = String(decoding: bytes, as: UTF8.self)
-                                if await board.saw(stroke: stroke, by: peer, from: publisher) {
-                                    say("\(peer) sees \(publisher)'s \(stroke)")
-                                }
-                            }
-                        }
-                    }
                     for await event in room.events {
                         switch event {
                         case .dataTrackPublished(let name, let publisher, _) where name == strokes:
-                            await subscribe(to: publisher)
-                        case .peersChanged(let joined, _, _):
-                            // A track that a new peer published before this side learned of the peer
-                            // is announced without an event (ConferenceMachine.handleTrackControl), so
-                            // look for it when the peer shows up too.
-                            for publisher in joined { await subscribe(to: publisher) }
+                            guard let remote = await room.subscribeDataTrack(name, of: publisher) else { continue }
+                            say("\(peer) subscribed to \(publisher)'s strokes")
+                            readers.addTask {
+                                for await bytes in remote.messages {
+                                    let stroke = String(decoding: bytes, as: UTF8.self)
+                                    if await board.saw(stroke: stroke, by: peer, from: publisher) {
+                                        say("\(peer) sees \(publisher)'s \(stroke)")
+                                    }
+                                }
+                            }
                         case .dataSessionIncoming(let streamID, nil, .unreliableMessage, _) where streamID == cursorStream:
                             // One inbound session per stream, shared by every sender; messages carry theirs.
                             guard let inbound = try? await room.makeInboundDataSession(streamID: streamID) else { continue }
