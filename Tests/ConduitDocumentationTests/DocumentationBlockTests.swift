@@ -126,7 +126,7 @@ import Testing
     @Test(arguments: ShellBlocks.all.filter { $0.allowListed == nil })
     func shellBlockRuns(_ entry: ShellBlock) async throws {
         if let known = entry.knownIssue {
-            await withKnownIssue(Comment(rawValue: known)) { try await Self.run(entry) }
+            await withKnownIssue(Comment(rawValue: known), isIntermittent: entry.intermittent) { try await Self.run(entry) }
         } else {
             try await Self.run(entry)
         }

@@ -19,6 +19,8 @@ struct ShellBlock: Sendable, CustomTestStringConvertible {
     var output: [String] = []
     /// A known failure, until the fix lands (then the test fails until this is removed).
     var knownIssue: String?
+    /// The known failure happens in some runs only.
+    var intermittent = false
     var limitSeconds = 120
 
     var testDescription: String { name }
@@ -89,7 +91,13 @@ enum ShellBlocks {
             """#,
             allowListed: nil,
             status: 0,
-            output: ["\"valid\":100", "\"missing\":0", "\"bySender\":{\"alice\":100}"]
+            output: ["\"valid\":100", "\"missing\":0", "\"bySender\":{\"alice\":100}"],
+            knownIssue: """
+                Reliable messages lost to a member that just joined: bob's report says missing 1 or 2 of \
+                100 in some runs, mostly when alice joined first (about one run in six, seen on a loaded \
+                machine in the README's order too), although alice's join acknowledged every send.
+                """,
+            intermittent: true
         ),
         ShellBlock(
             name: "An invitation rejected as busy",
