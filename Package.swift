@@ -301,6 +301,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Every code block of the README and the DocC articles that shows a program or a command,
+        // run: Swift programs verbatim in *Programs.swift, shell blocks against the built conduit.
+        .testTarget(
+            name: "ConduitDocumentationTests",
+            dependencies: ["Conduit", "ConduitCore", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ConduitTests",
             dependencies: [

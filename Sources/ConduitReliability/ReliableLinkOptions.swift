@@ -12,7 +12,7 @@ extension ReliableLink.Configuration {
     /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
     ///
     /// The datagram size comes from the transport's own `mtu`.
-    /// The query keys read here are ``ReliableLink/Configuration/urlOptionKeys`` (declared in the
+    /// The query keys read here are `ReliableLink.Configuration.urlOptionKeys` (declared in the
     /// core, so transports list them among the options they accept); they are taken out of the URL
     /// before the transport sees it.
     /// Reads the engine's options from `url`'s query (table above), defaults for those absent. Throws `invalidConfiguration` naming an option whose value is out of range.

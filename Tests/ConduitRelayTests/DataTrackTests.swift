@@ -69,6 +69,25 @@ import Testing
         #expect({ if case .failed = after { true } else { false } }())
     }
 
+    @Test func aTrackAnnouncedBeforeItsPublisherIsListedComesWithThePeer() {
+        var h = room(["alice", "bob"])
+        h.join("carol")
+        h.pump()
+        #expect(h.clients["carol"]!.machine.publishTrack("whiteboard", reliability: .reliableOrdered) == true)
+        h.pump()
+        // The relay coalesces peer lists, so bob hears of carol's track before he knows carol.
+        let isPeersChanged: (ConferenceEvent) -> Bool = { if case .peersChanged = $0 { true } else { false } }
+        #expect(!h.clients["bob"]!.events.contains(where: isPeersChanged))
+        h.advance(by: .seconds(1))
+        let events = h.take("bob")
+        let announcement = ConferenceEvent.trackPublished("whiteboard", by: "carol", .reliableOrdered)
+        let joined = events.firstIndex(where: isPeersChanged)
+        let published = events.firstIndex(of: announcement)
+        #expect(joined != nil && published != nil && joined! < published!, "\(events)")
+        #expect(events.filter { $0 == announcement }.count == 1)
+        #expect(h.clients["bob"]!.machine.subscribeTrack("whiteboard", of: "carol") == true)
+    }
+
     @Test func largeMessagesAreFragmentedAndReassembled() {
         var h = room(["alice", "bob"])
         _ = h.clients["alice"]!.machine.publishTrack("files", reliability: .reliableOrdered)

@@ -130,6 +130,13 @@ extension ConferenceMachine {
         } else if !joined.isEmpty || !left.isEmpty {
             events.append(.peersChanged(joined: joined, left: left, version: peerListVersion))
         }
+        // The relay coalesces peer lists but announces tracks at once, so a new peer's track can
+        // arrive before the peer does (handleTrackControl keeps it without an event): announce it
+        // now, after the peer.
+        for member in joined {
+            let tracks = announcedTracks.values.filter { $0.publisher == member.member }.sorted { $0.trackID < $1.trackID }
+            for info in tracks { events.append(.trackPublished(info.name, by: member.peer, info.reliability)) }
+        }
     }
 
     func linkSequenceIsAfter(_ a: UInt32, _ b: UInt32) -> Bool {
