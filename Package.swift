@@ -305,7 +305,11 @@ let package = Package(
         // run: Swift programs verbatim in *Programs.swift, shell blocks against the built conduit.
         .testTarget(
             name: "ConduitDocumentationTests",
-            dependencies: ["Conduit", "ConduitCore", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay"],
+            dependencies: [
+                "Conduit", "ConduitCore", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

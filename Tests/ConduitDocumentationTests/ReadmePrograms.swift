@@ -77,7 +77,7 @@ import Testing
     static func configuration() throws -> ConduitRuntime {
         var registry = TransportRegistry.defaults        // loopback
         registry.register(UDPTransport())                // import ConduitUDP: udp://host:port
-        var configuration = try ConduitConfiguration.resolved(jsonFile: "conduit.json") // file, then CONDUIT_* env
+        var configuration = try ConduitConfiguration.resolved(jsonFile: "conduit.json", registry: registry) // file, then CONDUIT_* env; scheme checked
         configuration.transport = "loopback://room-7?mtu=1232&window=4194304"
         let runtime = ConduitRuntime(configuration: configuration, registry: registry)
         return runtime
