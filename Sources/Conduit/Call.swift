@@ -2,7 +2,7 @@ public import ConduitCore
 
 /// A 1:1 call: one peer on each end of a transport link, carrying data sessions.
 ///
-/// Obtained from ``ConduitRuntime/connect(to:as:)`` or ``CallListener/accept()``, both of which
+/// Obtained from ``ConduitRuntime/connect(to:as:)-(String?,_)`` or ``CallListener/accept()``, both of which
 /// return once the two sides have greeted each other. Data sessions live until the call ends;
 /// ``hangUp()`` ends it and closes every session with `DataSessionCloseReason.sessionEnd`.
 public final class Call: Sendable {
@@ -22,7 +22,7 @@ public final class Call: Sendable {
     }
 
     let engine: CallEngine
-    /// This side's peer ID, as given to ``ConduitRuntime/connect(to:as:)`` or ``ConduitRuntime/listen(on:as:)``.
+    /// This side's peer ID, as given to ``ConduitRuntime/connect(to:as:)-(String?,_)`` or ``ConduitRuntime/listen(on:as:)``.
     public let localPeer: PeerID
     /// The peer at the other end, as it introduced itself.
     public let remotePeer: PeerID

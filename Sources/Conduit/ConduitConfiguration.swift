@@ -5,7 +5,7 @@ import Foundation
 /// Everything a host app may configure, from code, a JSON file, the environment or the command
 /// line. The file, the environment and the command line are read through apple/swift-configuration
 /// (a `ConfigReader` over its JSON, environment-variable and command-line providers); unknown keys
-/// in any of them are a typed ``ConduitError`` naming the key.
+/// in any of them are a typed `ConduitError` naming the key.
 ///
 /// Keys are the same in every source (JSON key, environment variable; the command-line option is
 /// the key in dash case, `--rate-limit`):
@@ -154,6 +154,9 @@ public struct ConduitConfiguration: Sendable, Hashable {
     /// the later source winning. All or nothing: every source is checked before any applies.
     ///
     /// - Parameters:
+    ///   - jsonFile: a JSON file of configuration keys, applied over the defaults (nil: none).
+    ///   - environment: the variables to read `CONDUIT_*` keys from (nil: the process's).
+    ///   - arguments: command-line options such as `--rate-limit=unlimited`, over the environment.
     ///   - transports: transport URLs the host will use besides `transport` (a command line's URL
     ///     argument). Environment variables their `*-env` options name are theirs, not unknown
     ///     configuration (`udp://…?srtp-key-env=CONDUIT_KEY` with `CONDUIT_KEY` set).

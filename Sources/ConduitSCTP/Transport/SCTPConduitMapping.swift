@@ -24,7 +24,7 @@ public import ConduitCore
 ///
 /// The accepting side tells a Conduit caller from a standard peer by the protocol of the first
 /// channel the peer opens: "conduit/1" makes the association a Conduit link, anything else a
-/// standard association (``SCTPTransport/init(standardPeers:)``).
+/// standard association (``SCTPTransport/init(standardPeers:logger:metricsFactory:)``).
 public enum SCTPConduitMapping {
     /// The protocol of every Conduit channel: a listener that sees it on the first channel treats the peer as a Conduit caller.
     public static let protocolName = "conduit/1"
