@@ -209,7 +209,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitUDPTests",
-            dependencies: [
+            dependencies: ["ConduitLogCapture", 
                 "ConduitUDP",
                 "ConduitCore",
                 "ConduitConformance",
@@ -227,7 +227,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitSCTPTests",
-            dependencies: [
+            dependencies: ["ConduitLogCapture", 
                 "ConduitSCTP",
                 "ConduitCore",
                 "ConduitConformance",
@@ -269,6 +269,12 @@ let package = Package(
             name: "ConduitInteropSupport",
             swiftSettings: strictSettings
         ),
+        // A Logger whose lines tests can read (what the library logs). Test support only, no product.
+        .target(
+            name: "ConduitLogCapture",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
         // What the network transports' tests share: calls through the impairment proxy, a UDP
         // port where nothing listens. Test support only, no product; test targets depend on it.
         .target(
@@ -284,7 +290,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitKernelSCTPTests",
-            dependencies: ["ConduitKernelSCTP", "ConduitCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ConduitLogCapture", "ConduitKernelSCTP", "ConduitCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -294,7 +300,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: [
+            dependencies: ["ConduitLogCapture", 
                 "ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -314,7 +320,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitTests",
-            dependencies: [
+            dependencies: ["ConduitLogCapture", 
                 "Conduit", "ConduitCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -1,6 +1,7 @@
 #if KernelSCTP
 import ConduitCore
 import ConduitKernelSCTP
+import ConduitLogCapture
 import Logging
 import Synchronization
 import Testing
@@ -33,14 +34,14 @@ struct KernelSCTPAvailabilityTests {
 
     /// A host that gave the transport a logger learns at debug why the kernel refused.
     @Test func theRefusalIsLoggedWhenAskedTo() async throws {
-        let lines = KernelSCTPLogLines()
-        let logger = Logger(label: "test", factory: { _ in KernelSCTPCapturingHandler(lines: lines) })
+        let lines = LogCapture()
+        let logger = lines.logger(label: "test")
         _ = try? await KernelSCTPTransport(logger: logger).connect(to: TransportURL(parsing: "sctp://127.0.0.1:5000"))
-        let logged = lines.storage.withLock { $0 }
+        let logged = lines.entries
         try #require(logged.count == 1)
-        #expect(logged[0].0 == "sctp connect failed")
-        #expect(logged[0].1["conduit.transport"] == "sctp")
-        #expect(logged[0].1["conduit.reason"].map { "\($0)".contains("use sctp+udp://") } == true)
+        #expect(logged[0].message == "sctp connect failed")
+        #expect(logged[0].metadata["conduit.transport"] == "sctp")
+        #expect(logged[0].metadata["conduit.reason"]?.contains("use sctp+udp://") == true)
     }
 
     /// The registry resolves `sctp://` to this transport (so the CLI reports this error, not an
@@ -51,28 +52,6 @@ struct KernelSCTPAvailabilityTests {
         #expect(transport is KernelSCTPTransport)
         #expect(url.host == "::1" && url.port == 5000)
         #expect(registry.transport(for: "sctp+udp") == nil)
-    }
-}
-
-/// Each line's message and metadata (the handler's and the call site's).
-final class KernelSCTPLogLines: Sendable {
-    let storage = Mutex<[(String, Logger.Metadata)]>([])
-}
-
-struct KernelSCTPCapturingHandler: LogHandler {
-    let lines: KernelSCTPLogLines
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        lines.storage.withLock { $0.append((event.message.description, merged)) }
     }
 }
 #endif

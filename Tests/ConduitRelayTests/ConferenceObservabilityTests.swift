@@ -1,5 +1,6 @@
 import Conduit
 import ConduitRelay
+import ConduitLogCapture
 import Logging
 import MetricsTestKit
 import Synchronization
@@ -11,11 +12,11 @@ import Testing
 struct ConferenceObservabilityTests {
     @Test func joinDataAndLeaveAreLoggedAndCounted() async throws {
         let room = try await LoopbackRoom.start(name: "relay-observed")
-        let lines = ConferenceLogLines()
+        let lines = LogCapture()
         let metrics = TestMetrics()
         var observed = room.runtime
         observed.observability = ConduitObservability(
-            logger: Logger(label: "test", factory: { _ in ConferenceCapturingHandler(lines: lines) }), metricsFactory: metrics
+            logger: lines.logger(label: "test"), metricsFactory: metrics
         )
         let (alice, _) = try await room.join("alice", runtime: observed)
         let (bob, bobLog) = try await room.join("bob", runtime: observed)
@@ -28,7 +29,7 @@ struct ConferenceObservabilityTests {
         await bob.leave()
         await room.server.shutdown()
 
-        let logged = lines.storage.withLock { $0 }
+        let logged = lines.entries
         let joined = logged.filter { $0.message == "joined room" }
         try #require(joined.count == 2)
         #expect(Set(joined.compactMap { $0.metadata["conduit.peer"] }) == ["alice", "bob"])
@@ -43,32 +44,5 @@ struct ConferenceObservabilityTests {
         #expect(metrics.counterTotal(label: "conduit_calls_total", dimensions: conference) == 2)
         #expect(try metrics.expectMeter("conduit_calls_active", conference).values.last == 0)
         #expect(metrics.counterTotal(label: "conduit_link_bytes_sent_total", dimensions: conference) > 0)
-    }
-}
-
-/// Each line's message and metadata (the handler's and the call site's).
-final class ConferenceLogLines: Sendable {
-    struct Line: Sendable {
-        var message: String
-        var metadata: [String: String]
-    }
-
-    let storage = Mutex<[Line]>([])
-}
-
-struct ConferenceCapturingHandler: LogHandler {
-    let lines: ConferenceLogLines
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }.mapValues { "\($0)" }
-        lines.storage.withLock { $0.append(.init(message: event.message.description, metadata: merged)) }
     }
 }

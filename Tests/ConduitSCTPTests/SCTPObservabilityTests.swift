@@ -3,6 +3,7 @@ import Conduit
 import ConduitCore
 import ConduitNetworkTestSupport
 import ConduitSCTP
+import ConduitLogCapture
 import Logging
 import MetricsTestKit
 import Synchronization
@@ -13,9 +14,9 @@ import Testing
 @Suite("SCTP over UDP logging and metrics", .timeLimit(.minutes(2)))
 struct SCTPObservabilityTests {
     @Test func linksAreLoggedAndAssociationsCounted() async throws {
-        let lines = SCTPLogLines()
+        let lines = LogCapture()
         let metrics = TestMetrics()
-        let logger = Logger(label: "test", factory: { _ in SCTPCapturingHandler(lines: lines) })
+        let logger = lines.logger(label: "test")
         var configuration = ConduitConfiguration()
         configuration.rateLimit = .unlimited
         configuration.connectTimeout = .seconds(30)
@@ -40,38 +41,11 @@ struct SCTPObservabilityTests {
         #expect(metrics.counterTotal(label: "conduit_messages_received_total", dimensions: callDimensions) == Int64(messages.count))
         #expect(metrics.counterTotal(label: "conduit_bytes_received_total", dimensions: callDimensions) == Int64(messages.map(\.count).reduce(0, +)))
 
-        let logged = lines.storage.withLock { $0 }
+        let logged = lines.entries
         #expect(logged.contains { $0.message == "sctp link connected" && $0.metadata["conduit.transport"] == "sctp+udp" })
         #expect(logged.contains { $0.message == "sctp link accepted" })
         #expect(logged.filter { $0.message == "sctp link closed" }.count == 2)
         #expect(logged.contains { $0.message == "call connected" && $0.metadata["conduit.transport"] == "sctp+udp" && $0.metadata["conduit.peer"] == "alice" })
-    }
-}
-
-/// Each line's message and metadata (the handler's and the call site's).
-final class SCTPLogLines: Sendable {
-    struct Line: Sendable {
-        var message: String
-        var metadata: [String: String]
-    }
-
-    let storage = Mutex<[Line]>([])
-}
-
-struct SCTPCapturingHandler: LogHandler {
-    let lines: SCTPLogLines
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }.mapValues { "\($0)" }
-        lines.storage.withLock { $0.append(.init(message: event.message.description, metadata: merged)) }
     }
 }
 #endif

@@ -1,5 +1,6 @@
 import Conduit
 import CoreMetrics
+import ConduitLogCapture
 import Logging
 import MetricsTestKit
 import Synchronization
@@ -140,44 +141,6 @@ struct ObservabilityTests {
 }
 
 // MARK: - Capturing logs
-
-/// Log lines a ``LogCapture`` handler received, with the handler's and the call site's metadata.
-struct LogEntry: Sendable {
-    var level: Logger.Level
-    var message: String
-    var metadata: [String: String]
-}
-
-final class LogCapture: Sendable {
-    private let storage = Mutex<[LogEntry]>([])
-
-    var entries: [LogEntry] { storage.withLock { $0 } }
-
-    func logger(label: String = "test.conduit") -> Logger {
-        var logger = Logger(label: label, factory: { _ in CapturingLogHandler(capture: self) })
-        logger.logLevel = .trace
-        return logger
-    }
-
-    func append(_ entry: LogEntry) { storage.withLock { $0.append(entry) } }
-}
-
-struct CapturingLogHandler: LogHandler {
-    let capture: LogCapture
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        capture.append(LogEntry(level: event.level, message: event.message.description, metadata: merged.mapValues { "\($0)" }))
-    }
-}
 
 // MARK: - The global systems, bootstrapped once for this process
 

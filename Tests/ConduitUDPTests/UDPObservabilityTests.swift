@@ -2,6 +2,7 @@ import Conduit
 import ConduitCore
 import ConduitNetworkTestSupport
 import ConduitUDP
+import ConduitLogCapture
 import Logging
 import MetricsTestKit
 import Synchronization
@@ -15,7 +16,7 @@ extension UDPTransportTests {
     struct UDPObservabilityTests {
         @Test("retransmissions, losses, links and datagrams are counted; link lifecycle is logged")
         func lossyCallIsObserved() async throws {
-            let logs = UDPLogCapture()
+            let logs = LogCapture()
             let metrics = TestMetrics()
             let logger = logs.logger()
             var configuration = ConduitConfiguration()
@@ -60,7 +61,7 @@ extension UDPTransportTests {
             #expect(entries.contains { $0.message.hasPrefix("reliable link") && $0.metadata["conduit.framesRetransmitted"] != "0" })
         }
 
-        private func waitUntilEnded(_ logs: UDPLogCapture, links: Int) async throws {
+        private func waitUntilEnded(_ logs: LogCapture, links: Int) async throws {
             let deadline = ContinuousClock.now + .seconds(10)
             while logs.entries.filter({ $0.message == "udp link ended" }).count < links {
                 guard ContinuousClock.now < deadline else {
@@ -69,43 +70,6 @@ extension UDPTransportTests {
                 }
                 try await Task.sleep(for: .milliseconds(5))
             }
-        }
-    }
-}
-
-/// Log lines with the handler's and the call site's metadata.
-final class UDPLogCapture: Sendable {
-    struct Entry: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let storage = Mutex<[Entry]>([])
-
-    var entries: [Entry] { storage.withLock { $0 } }
-
-    func logger() -> Logger {
-        var logger = Logger(label: "test.conduit.udp", factory: { _ in Handler(capture: self) })
-        logger.logLevel = .trace
-        return logger
-    }
-
-    struct Handler: LogHandler {
-        let capture: UDPLogCapture
-        var metadata: Logger.Metadata = [:]
-        var metadataProvider: Logger.MetadataProvider?
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            let entry = Entry(level: event.level, message: event.message.description, metadata: merged.mapValues { "\($0)" })
-            capture.storage.withLock { $0.append(entry) }
         }
     }
 }
