@@ -72,7 +72,9 @@ extension ConduitRuntime {
     /// so the callee is in the room when the caller hears the accept. If the accept is refused
     /// (the call was cancelled or timed out meanwhile), leaves the room and throws the refusal.
     public func answerCall(_ call: NewInvitation, on lobby: Conference, relay url: String, token: String, room: RoomID? = nil) async throws -> Conference {
-        let target = try room ?? RoomID(String(decoding: call.data, as: UTF8.self))
+        guard let target = try room ?? String(validating: call.data, as: UTF8.self).map({ text throws(ConduitError) in try RoomID(text) }) else {
+            throw ConduitError(.invalidIdentifier, "the call's data is not a room ID (not UTF-8); pass room:")
+        }
         let conference = try await join(relay: url, room: target, as: lobby.localPeer, token: token)
         do {
             try await lobby.accept(call.id)

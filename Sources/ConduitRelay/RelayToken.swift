@@ -113,7 +113,7 @@ public struct RelayToken: Sendable, Hashable {
         func string() -> String? {
             guard let count = byte().map(Int.init), index + count <= payload.count else { return nil }
             defer { index += count }
-            return String(decoding: payload[index..<index + count], as: UTF8.self)
+            return String(validating: payload[index..<index + count], as: UTF8.self)  // strict: no U+FFFD
         }
         guard byte() == 1,
             let room = string().flatMap({ try? RoomID($0) }),

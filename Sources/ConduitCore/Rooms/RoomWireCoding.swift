@@ -35,10 +35,14 @@ struct RoomBodyReader {
         return Array(bytes[offset..<offset + count])
     }
 
-    /// A UTF-8 string with a one-byte length.
+    /// A UTF-8 string with a one-byte length. Strict: bytes that are not UTF-8 are refused, not
+    /// replaced (a lossy decode would make different byte strings the same name).
     mutating func string8(_ what: String) throws(WireError) -> String {
         let count = Int(try u8("\(what) length"))
-        return String(decoding: try raw(count, what), as: UTF8.self)
+        guard let text = String(validating: try raw(count, what), as: UTF8.self) else {
+            throw .malformedControlBody("\(what) is not UTF-8")
+        }
+        return text
     }
 
     mutating func identifier<ID: ValidatedIdentifier>(_ type: ID.Type) throws(WireError) -> ID {

@@ -112,7 +112,10 @@ public enum ControlFrame: Hashable, Sendable {
                 throw .malformedControlBody("hello body does not match its peer ID length")
             }
             guard body[0] & ~1 == 0 else { throw .reservedBitsSet }
-            let name = String(decoding: body[2...], as: UTF8.self)
+            // Strict UTF-8: a lossy decode would make different byte strings the same peer.
+            guard let name = String(validating: body[2...], as: UTF8.self) else {
+                throw .malformedControlBody("the peer ID in hello is not UTF-8")
+            }
             guard let peer = try? PeerID(name) else { throw .malformedControlBody("invalid peer ID in hello") }
             return .hello(peer: peer, dataSessionsSupported: body[0] & 1 == 1)
         case .sessionOpen:
@@ -122,9 +125,10 @@ public enum ControlFrame: Hashable, Sendable {
             }
             var subgroup: SubgroupName?
             if body.count > 0 {
-                guard let name = try? SubgroupName(String(decoding: body, as: UTF8.self)) else {
-                    throw .malformedControlBody("invalid subgroup name")
+                guard let text = String(validating: body, as: UTF8.self) else {
+                    throw .malformedControlBody("the subgroup name is not UTF-8")
                 }
+                guard let name = try? SubgroupName(text) else { throw .malformedControlBody("invalid subgroup name") }
                 subgroup = name
             }
             return .sessionOpen(streamID: try streamID(), subgroupID: subgroupID, subgroup: subgroup, type: sessionType)
