@@ -180,7 +180,9 @@ extension ConduitRuntime {
     /// Joins `room` on the relay at `relay` as `peer`, with a token the app's server minted.
     /// `channels` are Sora-style labeled channels to declare (see `.channelsReady`).
     /// Returns once the relay accepted the join; throws `connectionFailed` with the refusal
-    /// (`tokenExpired`, `wrongRoom`, ...) if it did not, or `timedOut`.
+    /// (`tokenExpired`, `wrongRoom`, ...) if it did not, or `timedOut`. A token too long for the
+    /// join (over `RoomControlFrame.maxTokenBytes`, or with room and peer more than one datagram to
+    /// the relay can carry) is `invalidConfiguration` saying so, before anything is sent.
     public func join(relay url: String, room: RoomID, as peer: PeerID, token: String, channels: [ChannelDeclaration] = []) async throws(ConduitError) -> Conference {
         try configuration.validate()
         if !Zlib.isAvailable, let compressed = channels.first(where: \.compress) {
@@ -188,6 +190,10 @@ extension ConduitRuntime {
                 .invalidConfiguration,
                 "channel \(compressed.label) is declared with compress, but this build of Conduit has no zlib: enable the package trait Zlib"
             )
+        }
+        let tokenBytes = token.utf8.count
+        guard tokenBytes <= RoomControlFrame.maxTokenBytes else {
+            throw ConduitError(.invalidConfiguration, "the token has \(tokenBytes) bytes; a join carries at most \(RoomControlFrame.maxTokenBytes)")
         }
         let (transport, resolved) = try registry.resolve(url)
         let reliability = try ReliableLink.Configuration(url: resolved)
@@ -199,6 +205,15 @@ extension ConduitRuntime {
         let link = await ReliableTransportLink.wrapIfNeeded(
             raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
         )
+        // The join goes as one datagram: say so here rather than let the link refuse it and close.
+        let joinBytes = RoomControlFrame.join(room: room, peer: peer, dataSessionsSupported: true, token: Array(token.utf8)).encoded.count
+        guard joinBytes <= link.capabilities.maxDatagramSize else {
+            await link.close()
+            throw ConduitError(
+                .invalidConfiguration,
+                "the token has \(tokenBytes) bytes: with room and peer the join takes \(joinBytes) bytes, more than the \(link.capabilities.maxDatagramSize) one datagram to \(resolved.scheme):// carries"
+            )
+        }
         let engine = ConferenceEngine(
             room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme
         )
