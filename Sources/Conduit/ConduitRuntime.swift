@@ -71,6 +71,7 @@ public struct ConduitRuntime: Sendable {
     private func connect(_ transport: any Transport, _ resolved: TransportURL, as peer: PeerID) async throws(ConduitError) -> Call {
         let reliability = try ReliableLink.Configuration(url: resolved)
         let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
+        let deadline = ContinuousClock.now + timeout
         // The transport is given the limit (its own error says what went unanswered); this bound,
         // a moment later, is the backstop for transports that take no limit.
         let raw = try await withTimeout(timeout + Self.connectBackstop, what: "connecting to \(resolved)") { () throws(ConduitError) in
@@ -81,7 +82,8 @@ public struct ConduitRuntime: Sendable {
             raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
         )
         let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme)
-        return try await engine.establish(timeout: timeout)
+        // The greeting gets what the connect left of the one limit.
+        return try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))
     }
 
     /// Listens at `url` (default: `configuration.transport`) for calls answered as `peer`.

@@ -199,6 +199,7 @@ extension ConduitRuntime {
         let reliability = try ReliableLink.Configuration(url: resolved)
         // One limit, as for calls: the URL's connect-timeout-ms, else the configuration's.
         let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
+        let deadline = ContinuousClock.now + timeout
         let raw = try await withTimeout(timeout + ConduitRuntime.connectBackstop, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
             try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
         }
@@ -217,7 +218,8 @@ extension ConduitRuntime {
         let engine = ConferenceEngine(
             room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme
         )
-        _ = try await engine.establish(timeout: timeout)
+        // The join gets what the connect left of the one limit.
+        _ = try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))
         return Conference(engine: engine, room: room, localPeer: peer)
     }
 }

@@ -62,6 +62,14 @@ public struct KernelSCTPTransport: Transport {
         }
     }
 
+    /// Connects as ``connect(to:)`` does, waiting up to `timeout` (the runtime's one connect
+    /// limit) instead of ``connectTimeout``.
+    public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
+        var bounded = self
+        bounded.connectTimeout = timeout
+        return try await bounded.connect(to: url)
+    }
+
     private func connectLink(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
         if let error = Self.unavailability() { throw error }
         let (address, description) = try KernelSCTPSocket.resolve(url, forListening: false)

@@ -197,12 +197,15 @@ public actor ReliableTransportLink: TransportLink {
         await waitUntilQuiescent(limit: drainTimeout)
         guard !isClosed else { return }
         isClosed = true
+        // Whether the peer ended the link first (then that end was logged): decided before the
+        // await, during which the read loop sees this side's own close end the inner link.
+        let endedByPeer = innerEnded
         timer?.task.cancel()
         timer = nil
         wakeSink.finish()
         await inner.close()
         observer.export(engine.statistics)
-        if !innerEnded { observer.logEnd(engine.statistics, reason: nil) }
+        if !endedByPeer { observer.logEnd(engine.statistics, reason: nil) }
         resumeAll()
     }
 

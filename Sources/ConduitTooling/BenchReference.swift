@@ -133,9 +133,13 @@ package enum BenchReferenceRun {
     /// `path`, after building the quiet library there if it is not there yet.
     package static func quietLibrary(at path: String) async throws(ConduitError) -> String {
         if access(path, R_OK) == 0 { return path }
-        let source = path + ".c"
-        guard let file = fopen(source, "w") else {
-            throw ConduitError(.invalidConfiguration, "cannot write \(source): \(ChildProcess.describeErrno())")
+        // Source and output named per process, created only if absent and never through a link,
+        // so concurrent runs do not share files and nobody can point them elsewhere.
+        let source = path + ".\(getpid()).c"
+        let descriptor = open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0, let file = fdopen(descriptor, "w") else {
+            if descriptor >= 0 { _ = close(descriptor) }
+            throw ConduitError(.invalidConfiguration, "cannot create \(source): \(ChildProcess.describeErrno())")
         }
         fputs(quietLibrarySource + "\n", file)
         fclose(file)
@@ -143,10 +147,14 @@ package enum BenchReferenceRun {
         // Built beside the final name and renamed, so a concurrent run never preloads half a file.
         let partial = path + ".\(getpid()).partial"
         let compiler = try ChildProcess(path: "/usr/bin/env", arguments: ["cc", "-shared", "-fPIC", "-O2", "-o", partial, source])
-        guard await compiler.waitForExit(until: ContinuousClock.now + .seconds(60)), access(partial, R_OK) == 0,
-              rename(partial, path) == 0 else {
+        guard await compiler.waitForExit(until: ContinuousClock.now + .seconds(60)), access(partial, R_OK) == 0 else {
             unlink(partial)
             throw ConduitError(.invalidConfiguration, "could not build \(path) with cc (needed to keep tsctp's debug output off): \(compiler.text())")
+        }
+        guard rename(partial, path) == 0 else {
+            let why = ChildProcess.describeErrno()
+            unlink(partial)
+            throw ConduitError(.invalidConfiguration, "could not move the built library to \(path): \(why)")
         }
         return path
     }

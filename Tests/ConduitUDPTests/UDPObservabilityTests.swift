@@ -59,6 +59,8 @@ extension UDPTransportTests {
             #expect(entries.contains { $0.message == "udp link accepted" && $0.metadata["conduit.remote"]?.hasPrefix("udp://127.0.0.1:") == true })
             #expect(entries.contains { $0.message == "call connected" && $0.metadata["conduit.transport"] == "udp" && $0.metadata["conduit.peer"] == "bob" })
             #expect(entries.contains { $0.message.hasPrefix("reliable link") && $0.metadata["conduit.framesRetransmitted"] != "0" })
+            // The side that hung up logs its link's end too (its close, not the peer's).
+            #expect(entries.contains { $0.message == "reliable link closed" && $0.metadata["conduit.reason"] == "closed" })
         }
 
         private func waitUntilEnded(_ logs: LogCapture, links: Int) async throws {

@@ -9,7 +9,7 @@ import Logging
 /// - `conduit_transport_links_total` with `role` (`client`, `server`): links established.
 /// - `conduit_transport_datagrams_sent_total`, `conduit_transport_datagrams_received_total`.
 /// - `conduit_transport_bytes_sent_total`, `conduit_transport_bytes_received_total`: UDP payload
-///   bytes (RTP header included on the way out, excluded on the way in, as ``UDPLinkStatistics``).
+///   bytes (RTP headers and SRTP tags excluded both ways, as ``UDPLinkStatistics``).
 /// - `conduit_drops_total` with `kind` = `transport` and `reason` (`queue_full`, `malformed`,
 ///   `stranger`, `srtp`, `send_error`).
 final class UDPObserver: Sendable {

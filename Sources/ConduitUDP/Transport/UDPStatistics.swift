@@ -2,11 +2,11 @@
 public struct UDPLinkStatistics: Sendable, Hashable, Codable {
     /// RTP datagrams written.
     public var datagramsSent = 0
-    /// Bytes written, RTP headers included.
+    /// Payload bytes written (what the link above handed over: RTP headers and SRTP tags excluded).
     public var bytesSent = 0
     /// RTP datagrams from the peer accepted.
     public var datagramsReceived = 0
-    /// Bytes of those datagrams, RTP headers included.
+    /// Payload bytes of those datagrams (RTP headers and SRTP tags excluded).
     public var bytesReceived = 0
     /// Received datagrams dropped because the reader fell behind (the link's inbox was full).
     public var droppedQueueFull = 0
