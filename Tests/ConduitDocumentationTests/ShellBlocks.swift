@@ -21,6 +21,8 @@ struct ShellBlock: Sendable, CustomTestStringConvertible {
     var knownIssue: String?
     /// The known failure happens in some runs only.
     var intermittent = false
+    /// The outputs the known failure may leave out (other failures still fail the test).
+    var knownMissingOutputs: [String] = []
     var limitSeconds = 120
 
     var testDescription: String { name }
@@ -65,7 +67,7 @@ enum ShellBlocks {
             text: #"""
             apt-get install golang-go golang-github-pion-sctp-dev golang-github-pion-datachannel-dev
             export GO111MODULE=off GOPATH=/usr/share/gocode
-            swift build --product conduit
+            swift build --enable-all-traits --product conduit
             # pion listens and echoes; Conduit opens a channel and verifies the echoes
             go run ./Tests/Interop/sctp-pion -role server -local 127.0.0.1:9700 -echo -timeout 10 &
             .build/debug/conduit send sctp+udp://127.0.0.1:9700 --stream 100 --type reliable-message \
@@ -91,7 +93,15 @@ enum ShellBlocks {
             """#,
             allowListed: nil,
             status: 0,
-            output: ["\"valid\":100", "\"missing\":0", "\"bySender\":{\"alice\":100}"]
+            output: ["\"valid\":100", "\"missing\":0", "\"bySender\":{\"alice\":100}"],
+            knownIssue: """
+                Issue 16: alice's leave can reach the relay before her last data frames (they travel on \
+                another channel of the reliability engine, and a datagram lost to a full socket buffer \
+                is retransmitted after it); the relay refuses them as notJoined (its statistics say \
+                refused.notJoined=N) and bob misses them, seen under CPU load in about one run in ten.
+                """,
+            intermittent: true,
+            knownMissingOutputs: ["\"valid\":100", "\"missing\":0", "\"bySender\":{\"alice\":100}"]
         ),
         ShellBlock(
             name: "An invitation rejected as busy",
@@ -117,14 +127,14 @@ enum ShellBlocks {
             text: #"""
             cd Benchmarks && swift package benchmark                  # every suite, with time figures
             bash Benchmarks/run-ci.sh                                 # what CI runs: malloc counts vs Thresholds/
-            swift build -c release && .build/release/conduit bench --reference --chart docs/bench-reference.svg
+            swift build -c release --enable-all-traits && .build/release/conduit bench --reference --chart docs/bench-reference.svg
             """#,
             allowListed: "builds the Benchmarks package and runs every package-benchmark suite (minutes); .ci/run runs Benchmarks/run-ci.sh as a step of its own."
         ),
         ShellBlock(
             name: "reference tools by hand",
             text: #"""
-            swift build -c release --traits SCTP
+            swift build -c release --enable-all-traits
             Q=/tmp/quiet.so; T=/usr/lib/usrsctp/tsctp
             echo 'int usrsctp_sysctl_set_sctp_debug_on(unsigned v) { (void)v; return 0; }' | cc -shared -fPIC -x c -o $Q -
             LD_PRELOAD=$Q $T -E 9899 -L 127.0.0.1 &                      # prints a CSV line per run
@@ -139,7 +149,7 @@ enum ShellBlocks {
         ShellBlock(
             name: "sctp+udp:// listen and send, release build",
             text: #"""
-            swift build -c release --product conduit
+            swift build -c release --enable-all-traits --product conduit
             .build/release/conduit listen sctp+udp://127.0.0.1:9400 --expect 8192 --json &
             .build/release/conduit send sctp+udp://127.0.0.1:9400 --stream 100 --type reliable-message \
                 --count 8192 --size 16384-16384 --json
