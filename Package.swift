@@ -56,9 +56,37 @@ let package = Package(
             dependencies: [.product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
+        // The reliability engine (ARQ): acknowledgements, retransmission, partial reliability,
+        // congestion and flow control, sans-IO. Knows datagrams and channels, nothing above them.
+        .target(
+            name: "ConduitARQ",
+            dependencies: ["ConduitCore", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strictSettings
+        ),
+        // Deterministic, seeded network impairment (loss, duplication, reordering, delay, rate),
+        // sans-IO: the loopback transport, the UDP impairment proxy and tests use it.
+        .target(
+            name: "ConduitImpairment",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        // The rooms client, sans-IO: the relay's wire (envelopes, room control, tracks, labeled
+        // channels), the conference machine and the invitation client.
+        .target(
+            name: "ConduitRooms",
+            dependencies: ["ConduitCore", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strictSettings
+        ),
+        // The relay server's sans-IO half: rooms, membership, routing, per-receiver queues,
+        // invitations. `ConduitRelay` hosts it on transports.
+        .target(
+            name: "ConduitRelayCore",
+            dependencies: ["ConduitCore", "ConduitRooms", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ConduitLoopback",
-            dependencies: ["ConduitCore"],
+            dependencies: ["ConduitCore", "ConduitARQ", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         // CRC32c with the CPU's instruction, for the transports (the core stays free of C).
@@ -67,7 +95,7 @@ let package = Package(
         .target(
             name: "ConduitReliability",
             dependencies: [
-                "ConduitCore", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
+                "ConduitCore", "ConduitARQ", "ConduitRooms", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -78,7 +106,7 @@ let package = Package(
         .target(
             name: "ConduitUDP",
             dependencies: [
-                "ConduitCore",
+                "ConduitCore", "ConduitImpairment",
                 .target(name: "ConduitSRTP", condition: .when(traits: ["SRTP"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -127,7 +155,7 @@ let package = Package(
         .target(
             name: "Conduit",
             dependencies: [
-                "ConduitCore", "ConduitLoopback", "ConduitReliability",
+                "ConduitCore", "ConduitRooms", "ConduitLoopback", "ConduitReliability",
                 .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
@@ -140,7 +168,7 @@ let package = Package(
         .target(
             name: "ConduitRelay",
             dependencies: [
-                "ConduitCore",
+                "ConduitCore", "ConduitRooms", "ConduitRelayCore",
                 "ConduitReliability",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -1,4 +1,5 @@
 public import ConduitCore
+import ConduitARQ
 import ConduitReliability
 public import CoreMetrics
 public import Logging

@@ -1,5 +1,6 @@
 public import ConduitCore
 
+public import ConduitRooms
 /// Why a call placed with ``ConduitRuntime/placeCall(on:to:room:relay:token:timeout:data:)`` was
 /// not answered.
 public struct CallNotAnswered: Error, Hashable, Sendable, CustomStringConvertible {

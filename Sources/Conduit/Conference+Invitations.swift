@@ -1,5 +1,6 @@
 public import ConduitCore
 
+public import ConduitRooms
 /// How an invitation ended, as this side saw it: the last view (each invitee's state) and the
 /// custom data each invitee answered with (a rejection's "busy", for example).
 public struct InvitationOutcome: Hashable, Sendable {

@@ -1,4 +1,6 @@
 public import ConduitCore
+import ConduitARQ
+public import ConduitRooms
 import ConduitReliability
 
 /// A group call through a relay (LINE Planet `PlanetKitConference`): join a room, learn who is

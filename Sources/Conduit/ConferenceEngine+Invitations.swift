@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitRooms
 import DequeModule
 
 /// The invitation events of one conference link, as a stream the app reads (bounded: if never
@@ -54,7 +55,7 @@ extension ConferenceEngine {
             invitationState.client!.abandonRequest(tag: tag)
             throw InvitationError(.customDataTooLarge, "the request is \(body.count) bytes; one frame carries \(RoomControlFrame.maxExtensionBytes)")
         }
-        guard sendRelayExtension(RelayInvitations.extensionID, body: body) else {
+        guard sendRelayExtension(InvitationExtension.id, body: body) else {
             invitationState.client!.abandonRequest(tag: tag)
             throw InvitationError(.notConnected, "not connected to the relay")
         }
@@ -63,7 +64,7 @@ extension ConferenceEngine {
 
     /// An extension frame from the relay: invitation replies and events.
     func receiveRelayExtension(_ id: UInt8, body: [UInt8]) {
-        guard id == RelayInvitations.extensionID, !invitationState.isEnded else { return }
+        guard id == InvitationExtension.id, !invitationState.isEnded else { return }
         let message: InvitationMessage
         do { message = try InvitationMessage.parse(body) } catch {
             invitationState.malformedMessages += 1

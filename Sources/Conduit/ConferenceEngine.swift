@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitRooms
 import DequeModule
 import Logging
 

@@ -1,5 +1,6 @@
 import ConduitCore
 
+import ConduitImpairment
 extension ConformanceSuite {
     func withCall<R>(index: Int, _ body: (LinkDriver, LinkDriver) async throws -> R) async throws -> R {
         try await withLinkPair(index: index) { client, server in

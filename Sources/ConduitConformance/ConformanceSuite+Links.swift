@@ -1,5 +1,6 @@
 import ConduitCore
 
+import ConduitImpairment
 extension ConformanceSuite {
     /// A connected pair of links, closed by `body`'s end.
     func withLinkPair<R>(index: Int, _ body: (any TransportLink, any TransportLink) async throws -> R) async throws -> R {

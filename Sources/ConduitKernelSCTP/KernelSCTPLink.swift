@@ -1,6 +1,7 @@
 #if KernelSCTP
 public import ConduitCore
 
+import ConduitRooms
 #if canImport(Glibc)
 import Glibc
 #endif

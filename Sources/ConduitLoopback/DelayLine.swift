@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitImpairment
 import DequeModule
 import Synchronization
 

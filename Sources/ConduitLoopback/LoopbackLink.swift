@@ -1,5 +1,6 @@
 public import ConduitCore
 
+public import ConduitImpairment
 /// One end of an in-process link: it reads its own inbox and writes into its peer's.
 /// Batches cross without a copy (arrays are shared copy-on-write and never mutated after sending).
 public final class LoopbackLink: TransportLink {

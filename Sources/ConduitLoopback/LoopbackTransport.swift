@@ -1,5 +1,7 @@
 public import ConduitCore
 
+import ConduitARQ
+import ConduitImpairment
 /// The in-process transport: lossless, ordered, fast. The embedded default and the test double.
 ///
 /// URL: `loopback://NAME[?mtu=BYTES&window=BYTES&loss=P&dup=P&reorder=P&corrupt=P&delay-ms=D&jitter-ms=J&rate=BPS&seed=S]`.

@@ -1,5 +1,6 @@
 public import Conduit
 public import ConduitCore
+public import ConduitImpairment
 public import ConduitUDP
 
 /// A call over a network transport through the user-space impairment proxy (`conduit impair`),

@@ -1,4 +1,6 @@
 public import ConduitCore
+import ConduitARQ
+public import ConduitRelayCore
 import ConduitReliability
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,6 @@
 public import ConduitCore
+public import ConduitRooms
+public import ConduitRelayCore
 import Crypto
 
 /// A join token: who may join which room with which rights, until when. Minted by the app's

@@ -1,6 +1,7 @@
 import CConduitCRC32C
-public import ConduitCore
+import ConduitCore
 
+public import ConduitARQ
 extension CRC32CFunction {
     /// CRC32C with the CPU's CRC32 instruction (SSE 4.2, ARMv8 CRC) where there is one, else a
     /// C table: what the drivers hand the reliability engine.

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitARQ
 import CoreMetrics
 import Logging
 

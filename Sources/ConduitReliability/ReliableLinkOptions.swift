@@ -1,5 +1,6 @@
 public import ConduitCore
 
+public import ConduitARQ
 extension ReliableLink.Configuration {
     /// The link's knobs from a transport URL's query, for transports the engine runs over:
     ///

@@ -1,5 +1,6 @@
 public import ConduitCore
 
+import ConduitARQ
 /// Any transport with the core's reliability engine under each of its links, for hosts that use
 /// transports directly rather than through `ConduitRuntime` (which wraps unreliable links itself),
 /// and for the conformance suite. Links that are already reliable and ordered pass through.

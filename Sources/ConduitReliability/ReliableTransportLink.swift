@@ -1,4 +1,6 @@
 public import ConduitCore
+public import ConduitARQ
+import ConduitRooms
 public import CoreMetrics
 public import Logging
 

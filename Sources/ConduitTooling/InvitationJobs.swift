@@ -1,4 +1,5 @@
 package import Conduit
+import ConduitRooms
 
 /// `conduit invite`: join a room on a relay, invite peers, print each event until the invitation
 /// ends, and report how. A library so tests run it in process.

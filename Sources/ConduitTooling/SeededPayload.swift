@@ -1,4 +1,5 @@
-package import Conduit
+import Conduit
+package import ConduitImpairment
 
 /// Verifiable payloads for `conduit send` and `conduit listen`.
 ///

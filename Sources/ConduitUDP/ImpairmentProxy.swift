@@ -1,4 +1,5 @@
-public import ConduitCore
+import ConduitCore
+public import ConduitImpairment
 public import NIOCore
 public import NIOPosix
 

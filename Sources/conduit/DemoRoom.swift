@@ -1,5 +1,6 @@
 import Conduit
 import ConduitRelay
+import ConduitRooms
 
 /// The demo's group room: three peers through an in-process relay on loopback, showing joins and
 /// the peer list, a refused token, data to everyone, to one peer and to a subgroup with the

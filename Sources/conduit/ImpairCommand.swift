@@ -2,6 +2,7 @@ import ArgumentParser
 import Conduit
 import ConduitUDP
 import Foundation
+import ConduitImpairment
 
 struct ImpairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

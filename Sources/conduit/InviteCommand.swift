@@ -1,6 +1,7 @@
 import ArgumentParser
 import Conduit
 import ConduitTooling
+import ConduitRooms
 
 struct InviteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,8 @@ import ConduitRelay
 import Logging
 import Metrics
 import ServiceLifecycle
+import ConduitRooms
+import ConduitRelayCore
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

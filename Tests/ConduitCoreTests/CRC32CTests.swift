@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitARQ
+import ConduitImpairment
 import Testing
 
 @Suite("CRC32C")

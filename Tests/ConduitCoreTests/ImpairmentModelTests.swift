@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitImpairment
 import Testing
 
 @Suite("Impairment model")

@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import Testing
 
 // Every transition of the invitation state machine, one at a time, with exactly the events each

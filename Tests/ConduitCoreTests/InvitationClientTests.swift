@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitRooms
 import Testing
 
 /// A relay in a few lines, as the real one will host the book: decode a request, pass it and

@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import Testing
 
 // Races (two requests crossing at the relay, in both orders), peers leaving mid-invitation,

@@ -1,4 +1,7 @@
 import ConduitCore
+import ConduitImpairment
+import ConduitRooms
+import ConduitRelayCore
 import Testing
 
 // Seeded random sequences of every operation (invite, answers, cancels, peers leaving, time

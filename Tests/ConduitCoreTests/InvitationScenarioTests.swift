@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitImpairment
+import ConduitRooms
 import Testing
 
 // The seed's scenarios as tests: the 1:1 call flow, the classroom "raise hands, then invite one to

@@ -1,5 +1,7 @@
 import ConduitCore
 
+import ConduitRooms
+import ConduitRelayCore
 // Helpers for the invitation tests: virtual time, short names, and error codes out of typed throws.
 
 enum Inv {

@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitImpairment
+import ConduitRooms
 import Testing
 
 // The invitation wire codec: every message round-trips byte for byte, each kind of bad input gets

@@ -2,6 +2,8 @@ import Testing
 
 @testable import ConduitCore
 
+@testable import ConduitARQ
+@testable import ConduitImpairment
 /// The engine's tables against a plain `Dictionary` under the same random operations: the same
 /// contents after every step, whatever the order of inserts and removals (linear probing's
 /// backward-shift deletion is where such tables break).

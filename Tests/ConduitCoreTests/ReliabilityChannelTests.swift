@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitARQ
 import Testing
 
 @Suite("Reliable link: channels and windows")

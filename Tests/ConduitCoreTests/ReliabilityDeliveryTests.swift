@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitARQ
+import ConduitImpairment
 import Testing
 
 /// `pollDeliveries` hands frames over as `pollDelivery` would one by one: the same frames in the

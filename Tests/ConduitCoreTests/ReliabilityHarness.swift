@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitARQ
+import ConduitImpairment
 import Testing
 
 // A two-endpoint harness on virtual time for the reliable link, in the manner of quinn-proto's

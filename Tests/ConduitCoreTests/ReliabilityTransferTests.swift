@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitARQ
+import ConduitImpairment
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitRooms
 import Testing
 
 /// Names that arrive from the network (peer IDs, room IDs, subgroup names) are strict UTF-8: bytes

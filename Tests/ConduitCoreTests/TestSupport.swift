@@ -1,5 +1,6 @@
 import ConduitCore
 
+import ConduitImpairment
 // Shared helpers for the ConduitCore tests: a seeded generator and frame builders/parsers.
 
 /// The core's seeded generator, so every "random" test input is the same on every run.

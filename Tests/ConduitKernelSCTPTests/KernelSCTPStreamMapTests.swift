@@ -1,5 +1,6 @@
 #if KernelSCTP
 import ConduitCore
+import ConduitRooms
 @testable import ConduitKernelSCTP
 import Testing
 

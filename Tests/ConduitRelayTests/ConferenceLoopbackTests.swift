@@ -1,6 +1,8 @@
 import Conduit
 import ConduitRelay
 import Testing
+import ConduitRooms
+import ConduitRelayCore
 
 /// The relay server and the `Conference` client end to end over the in-process loopback
 /// transport: every test starts its own relay on its own name.

@@ -2,6 +2,7 @@ import Conduit
 import ConduitRelay
 import Synchronization
 import Testing
+import ConduitRelayCore
 
 struct TimedOut: Error, CustomStringConvertible {
     let what: String

@@ -1,5 +1,6 @@
 import Conduit
 import ConduitCore
+import ConduitRooms
 import ConduitRelay
 import Testing
 

@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import Testing
 
 /// The relay benchmark's setting as a test: one sender, 50 receivers, batches of routed frames,

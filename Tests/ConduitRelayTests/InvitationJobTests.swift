@@ -2,6 +2,7 @@ import Conduit
 import ConduitRelay
 import ConduitTooling
 import Testing
+import ConduitRooms
 
 /// `conduit invite` and `conduit answer` in process, through a loopback relay.
 @Suite("conduit invite / answer jobs")

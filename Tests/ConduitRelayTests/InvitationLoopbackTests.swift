@@ -1,5 +1,7 @@
 import Conduit
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import ConduitRelay
 import Synchronization
 import Testing

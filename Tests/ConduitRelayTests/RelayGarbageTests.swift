@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitImpairment
+import ConduitRooms
 import ConduitRelay
 import Testing
 

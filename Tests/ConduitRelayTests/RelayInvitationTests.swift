@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import Testing
 
 /// Invitation requests and events as the relay machine sees them (sans-IO, virtual time): what

@@ -3,6 +3,7 @@ import ConduitRelay
 import ConduitUDP
 import Foundation
 import Testing
+import ConduitImpairment
 
 /// A room over real UDP sockets on 127.0.0.1, every client behind its own impairment proxy with
 /// 10 % loss in each direction, so every leg (sender → relay, relay → receiver) is lossy.

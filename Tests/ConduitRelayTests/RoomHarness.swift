@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import ConduitRelay
 
 /// Wires conference machines to a relay machine in memory, with virtual time and the real token

@@ -1,4 +1,6 @@
 import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
 import ConduitRelay
 import Testing
 

@@ -1,5 +1,7 @@
 #if SCTP
 import ConduitCore
+import ConduitARQ
+import ConduitImpairment
 import Testing
 
 @testable import ConduitSCTP

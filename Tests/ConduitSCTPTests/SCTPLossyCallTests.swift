@@ -2,6 +2,7 @@
 import Conduit
 import ConduitNetworkTestSupport
 import ConduitCore
+import ConduitImpairment
 import ConduitSCTP
 import Testing
 

@@ -1,6 +1,7 @@
 #if SCTP
 import Conduit
 import ConduitCore
+import ConduitImpairment
 import ConduitNetworkTestSupport
 import ConduitSCTP
 import ConduitLogCapture

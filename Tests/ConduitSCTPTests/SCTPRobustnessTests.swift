@@ -1,5 +1,6 @@
 #if SCTP
 import ConduitCore
+import ConduitImpairment
 import ConduitNetworkTestSupport
 import ConduitSCTP
 import ConduitUDP

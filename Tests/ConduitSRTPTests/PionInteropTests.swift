@@ -1,5 +1,6 @@
 #if SRTP
 import ConduitCore
+import ConduitImpairment
 import ConduitSRTP
 import Foundation
 import Testing

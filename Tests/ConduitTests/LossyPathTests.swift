@@ -1,6 +1,7 @@
 import Conduit
 import Foundation
 import Testing
+import ConduitImpairment
 
 /// Calls over loopback that loses 10 %, reorders 5 % and duplicates 1 % of datagrams in each
 /// direction: the runtime puts the core's reliability engine under the call, and the public API

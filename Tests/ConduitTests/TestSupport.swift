@@ -1,6 +1,7 @@
 import Conduit
 import Synchronization
 import Testing
+import ConduitImpairment
 
 // MARK: - Deterministic payloads
 

@@ -1,5 +1,6 @@
 import Conduit
 import ConduitCore
+import ConduitARQ
 import ConduitNetworkTestSupport
 import ConduitReliability
 import ConduitUDP

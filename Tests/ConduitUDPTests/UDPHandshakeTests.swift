@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitImpairment
 import ConduitNetworkTestSupport
 import NIOCore
 import Testing

@@ -1,6 +1,7 @@
 import Conduit
 import ConduitNetworkTestSupport
 import ConduitCore
+import ConduitImpairment
 import ConduitUDP
 import Foundation
 import NIOCore

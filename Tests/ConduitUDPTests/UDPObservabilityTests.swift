@@ -1,5 +1,6 @@
 import Conduit
 import ConduitCore
+import ConduitImpairment
 import ConduitNetworkTestSupport
 import ConduitUDP
 import ConduitLogCapture

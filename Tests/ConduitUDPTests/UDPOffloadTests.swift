@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitImpairment
 import NIOCore
 import NIOEmbedded
 import Synchronization

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitImpairment
 import ConduitUDP
 import NIOCore
 import Testing

@@ -2,6 +2,7 @@
 import Conduit
 import ConduitNetworkTestSupport
 import ConduitCore
+import ConduitImpairment
 import ConduitSRTP
 import ConduitUDP
 import Foundation

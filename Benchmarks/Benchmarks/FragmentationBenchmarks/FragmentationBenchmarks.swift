@@ -23,6 +23,7 @@
 import Benchmark
 import ConduitCore
 
+import ConduitImpairment
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

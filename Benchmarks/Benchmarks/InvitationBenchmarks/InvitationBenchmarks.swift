@@ -26,6 +26,8 @@
 import Benchmark
 import ConduitCore
 
+import ConduitRooms
+import ConduitRelayCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

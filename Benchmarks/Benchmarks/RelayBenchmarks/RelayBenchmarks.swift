@@ -14,6 +14,8 @@
 import Benchmark
 import ConduitCore
 
+import ConduitRooms
+import ConduitRelayCore
 let receivers = 50
 let framesPerBatch = 100
 let forwardedPerSecond = BenchmarkMetric.custom("forwardedPerSecond", polarity: .prefersLarger, useScalingFactor: false)

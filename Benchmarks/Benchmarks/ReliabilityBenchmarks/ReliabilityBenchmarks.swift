@@ -17,6 +17,7 @@
 
 import Benchmark
 import ConduitCore
+import ConduitARQ
 import ConduitReliability
 
 #if canImport(Glibc)

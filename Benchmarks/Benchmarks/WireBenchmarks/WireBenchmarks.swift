@@ -13,6 +13,7 @@
 import Benchmark
 import ConduitCore
 
+import ConduitARQ
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

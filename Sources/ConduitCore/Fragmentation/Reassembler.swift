@@ -210,7 +210,7 @@ public struct Reassembler: Sendable {
     }
 
     @usableFromInline
-    mutating func add(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, at slot: Int, key: Key) -> Outcome {
+    package mutating func add(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, at slot: Int, key: Key) -> Outcome {
         // Read the entry's fields one by one: binding the whole entry to a local would hold a
         // second reference to its buffer and make the write below copy the message each time.
         let total = slots[slot]!.totalLength

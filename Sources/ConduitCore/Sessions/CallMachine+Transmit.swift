@@ -147,13 +147,13 @@ extension CallMachine {
 extension OutboundSessionState {
     /// When this session's oldest waiting message reaches the `tooLongQueuedData` threshold (nil
     /// while the event is on, or nothing waits in an open session).
-    var delayCheckDeadline: ConduitInstant? {
+    package var delayCheckDeadline: ConduitInstant? {
         guard isOpen, !delayMonitor.isTooLong, let head = queue.first else { return nil }
         return head.enqueuedAt + delayMonitor.onThreshold
     }
 
     /// When its pacer releases its next frame (nil unless it is open with something queued).
-    func releaseDeadline(now: ConduitInstant) -> ConduitInstant? {
+    package func releaseDeadline(now: ConduitInstant) -> ConduitInstant? {
         guard isOpen, !queue.isEmpty else { return nil }
         return pacer.nextRelease(now: now)
     }

@@ -1,38 +1,44 @@
-import DequeModule
+package import DequeModule
 
 /// One outbound data session's send side: its queue, pacer and queue-delay hysteresis.
-struct OutboundSessionState: Sendable {
-    struct QueuedMessage: Sendable {
-        var bytes: [UInt8]
-        var fragmenter: Fragmenter
-        var enqueuedAt: ConduitInstant
+package struct OutboundSessionState: Sendable {
+    package struct QueuedMessage: Sendable {
+        package var bytes: [UInt8]
+        package var fragmenter: Fragmenter
+        package var enqueuedAt: ConduitInstant
+
+        package init(bytes: [UInt8], fragmenter: Fragmenter, enqueuedAt: ConduitInstant) {
+            self.bytes = bytes
+            self.fragmenter = fragmenter
+            self.enqueuedAt = enqueuedAt
+        }
     }
 
-    let type: SessionType
-    var nextMessageID: UInt32 = 0
-    var queue = Deque<QueuedMessage>()
+    package let type: SessionType
+    package var nextMessageID: UInt32 = 0
+    package var queue = Deque<QueuedMessage>()
     /// Bytes not yet emitted, across the queue.
-    var queuedBytes = 0
-    var pacer: Pacer
-    var delayMonitor: QueueDelayMonitor
-    var closeReason: DataSessionCloseReason?
+    package var queuedBytes = 0
+    package var pacer: Pacer
+    package var delayMonitor: QueueDelayMonitor
+    package var closeReason: DataSessionCloseReason?
     /// The app closed the session: no more sends; what was queued still goes out, then the close.
-    var isClosing = false
+    package var isClosing = false
     /// A sender found the queue full and waits for a `sendQueueHasRoom` event.
-    var senderIsWaiting = false
+    package var senderIsWaiting = false
 
-    init(type: SessionType, configuration: CallConfiguration, now: ConduitInstant) {
+    package init(type: SessionType, configuration: CallConfiguration, now: ConduitInstant) {
         self.type = type
         self.pacer = Pacer(limit: configuration.rateLimit, now: now)
         self.delayMonitor = QueueDelayMonitor(onThreshold: configuration.queueDelayOn, offThreshold: configuration.queueDelayOff)
     }
 
-    var isOpen: Bool { closeReason == nil }
-    var acceptsSends: Bool { closeReason == nil && !isClosing }
+    package var isOpen: Bool { closeReason == nil }
+    package var acceptsSends: Bool { closeReason == nil && !isClosing }
 
     /// The queueing delay: how long the oldest message has waited, or how long the queue will take
     /// to drain at the capped rate, whichever is longer.
-    func queueingDelay(now: ConduitInstant) -> Duration {
+    package func queueingDelay(now: ConduitInstant) -> Duration {
         guard let head = queue.first else { return .zero }
         return max(now - head.enqueuedAt, pacer.drainTime(of: queuedBytes))
     }

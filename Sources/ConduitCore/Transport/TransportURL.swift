@@ -127,5 +127,5 @@ public struct TransportURL: Hashable, Sendable, CustomStringConvertible {
 
 extension Character {
     /// `0`...`9` only (`Int("+5")` parses, and configuration should not).
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+    package var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }

@@ -28,7 +28,7 @@ public struct StreamID: RawRepresentable, Hashable, Sendable, Comparable, Expres
     public var isValid: Bool { Self.validRange.contains(rawValue) }
 
     /// The 16-bit wire value. Only valid IDs are ever encoded.
-    @inlinable var wireValue: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
+    @inlinable package var wireValue: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
 
     public static func < (lhs: StreamID, rhs: StreamID) -> Bool { lhs.rawValue < rhs.rawValue }
     public var description: String { String(rawValue) }

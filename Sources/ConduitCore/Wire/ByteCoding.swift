@@ -2,25 +2,25 @@
 // helpers never allocate.
 
 extension UnsafeRawBufferPointer {
-    @inlinable func readU8(_ offset: Int) -> UInt8 { self[offset] }
+    @inlinable package func readU8(_ offset: Int) -> UInt8 { self[offset] }
 
-    @inlinable func readU16(_ offset: Int) -> UInt16 {
+    @inlinable package func readU16(_ offset: Int) -> UInt16 {
         UInt16(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt16.self))
     }
 
-    @inlinable func readU32(_ offset: Int) -> UInt32 {
+    @inlinable package func readU32(_ offset: Int) -> UInt32 {
         UInt32(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
 
-    @inlinable func readU64(_ offset: Int) -> UInt64 {
+    @inlinable package func readU64(_ offset: Int) -> UInt64 {
         UInt64(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }
 }
 
 extension UnsafeMutableRawBufferPointer {
-    @inlinable func writeU8(_ value: UInt8, at offset: Int) { self[offset] = value }
+    @inlinable package func writeU8(_ value: UInt8, at offset: Int) { self[offset] = value }
 
-    @inlinable func writeU16(_ value: UInt16, at offset: Int) {
+    @inlinable package func writeU16(_ value: UInt16, at offset: Int) {
         storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt16.self)
     }
 

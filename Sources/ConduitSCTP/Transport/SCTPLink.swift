@@ -1,5 +1,6 @@
 #if SCTP
 public import ConduitCore
+import ConduitRooms
 import NIOCore
 import Synchronization
 

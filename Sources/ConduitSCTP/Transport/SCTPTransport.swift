@@ -1,5 +1,6 @@
 #if SCTP
 public import ConduitCore
+import ConduitRooms
 public import CoreMetrics
 public import Logging
 

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitARQ
 import NIOCore
 
 /// The options of a `udp://HOST:PORT?...` URL.

@@ -1,0 +1,96 @@
+public import ConduitCore
+
+/// NewReno congestion control as RFC 9002 section 7 and appendix B specify it for QUIC: slow start,
+/// congestion avoidance, one window reduction per recovery period, persistent congestion. Windows
+/// and bytes in flight count whole packets on the wire (header, frames and checksum).
+public struct NewRenoCongestionControl: Sendable, Hashable {
+    /// `max_datagram_size`.
+    public let maxDatagramSize: Int
+    /// `congestion_window`, in bytes.
+    public private(set) var window: Int
+    /// `ssthresh`: infinite (`Int.max`) until the first congestion event (section 7.3.1).
+    public private(set) var slowStartThreshold = Int.max
+    /// Ack-eliciting packets sent and neither acknowledged nor declared lost (section 7, "bytes in flight").
+    public private(set) var bytesInFlight = 0
+    /// Start of the current recovery period (section 7.3.2), if any.
+    public private(set) var recoveryStartTime: ConduitInstant?
+    /// Congestion events: losses that started a recovery period and shrank the window.
+    public private(set) var congestionEvents = 0
+    /// Persistent congestion events: the window fell to its minimum (section 7.6).
+    public private(set) var persistentCongestionEvents = 0
+    /// Bytes acknowledged since the window last grew in congestion avoidance (appendix B.5 counts
+    /// acknowledged bytes, so no fraction of a packet is lost to integer division).
+    private var avoidanceCredit = 0
+
+    /// Makes a controller in slow start with the initial window for `maxDatagramSize`.
+    public init(maxDatagramSize: Int) {
+        precondition(maxDatagramSize > 0)
+        self.maxDatagramSize = maxDatagramSize
+        window = Self.initialWindow(maxDatagramSize: maxDatagramSize)
+    }
+
+    /// min(10 * max_datagram_size, max(14720, 2 * max_datagram_size)) (section 7.2).
+    public static func initialWindow(maxDatagramSize: Int) -> Int {
+        min(10 * maxDatagramSize, max(14_720, 2 * maxDatagramSize))
+    }
+
+    /// kMinimumWindow = 2 * max_datagram_size (section 7.2).
+    public var minimumWindow: Int { 2 * maxDatagramSize }
+
+    /// Whether the window is below the slow-start threshold (it doubles per round trip there).
+    public var isInSlowStart: Bool { window < slowStartThreshold }
+
+    /// Section 7: a sender must not send a packet that would take bytes in flight over the window.
+    public func allows(bytes: Int) -> Bool { bytesInFlight + bytes <= window }
+
+    /// Counts a packet's `bytes` as in flight.
+    public mutating func onPacketSent(bytes: Int) { bytesInFlight += bytes }
+
+    /// A packet that was lost, or whose frames were abandoned, leaves the flight.
+    public mutating func onPacketRemovedFromFlight(bytes: Int) { bytesInFlight = max(0, bytesInFlight - bytes) }
+
+    /// Whether a packet sent at `sentAt` belongs to the current recovery period (its loss does not shrink the window again).
+    public func isInRecovery(sentAt: ConduitInstant) -> Bool {
+        guard let recoveryStartTime else { return false }
+        return sentAt <= recoveryStartTime
+    }
+
+    /// Appendix B.5, OnPacketsAcked.
+    public mutating func onPacketAcked(bytes: Int, sentAt: ConduitInstant, isAppLimited: Bool) {
+        bytesInFlight = max(0, bytesInFlight - bytes)
+        // Section 7.8: do not grow a window the sender is not using.
+        if isAppLimited { return }
+        // Section 7.3.2: packets sent before recovery started do not grow the window.
+        if isInRecovery(sentAt: sentAt) { return }
+        if isInSlowStart {
+            // Section 7.3.1: slow start grows the window by the bytes acknowledged.
+            window += bytes
+        } else {
+            // Section 7.3.3: congestion avoidance adds one max_datagram_size per window acknowledged.
+            avoidanceCredit += bytes
+            if avoidanceCredit >= window {
+                avoidanceCredit -= window
+                window += maxDatagramSize
+            }
+        }
+    }
+
+    /// Appendix B.6, OnCongestionEvent: a loss of a packet sent after the current recovery period
+    /// started halves the window (kLossReductionFactor = 0.5) and starts a new period.
+    public mutating func onCongestionEvent(sentAt: ConduitInstant, now: ConduitInstant) {
+        if isInRecovery(sentAt: sentAt) { return }
+        recoveryStartTime = now
+        slowStartThreshold = max(window / 2, minimumWindow)
+        window = slowStartThreshold
+        avoidanceCredit = 0
+        congestionEvents += 1
+    }
+
+    /// Section 7.6.2: persistent congestion collapses the window to the minimum.
+    public mutating func onPersistentCongestion() {
+        window = minimumWindow
+        recoveryStartTime = nil
+        avoidanceCredit = 0
+        persistentCongestionEvents += 1
+    }
+}

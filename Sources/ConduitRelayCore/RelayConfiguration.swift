@@ -1,0 +1,163 @@
+public import ConduitCore
+public import ConduitRooms
+
+/// The relay's knobs. Every table and queue it keeps has its cap here.
+public struct RelayConfiguration: Sendable, Hashable {
+    /// The most rooms the relay hosts at once.
+    public var maxRooms: Int
+    /// The most members one room holds; more joins are refused (`roomFull`).
+    public var maxMembersPerRoom: Int
+    /// The most subgroups one room holds.
+    public var maxSubgroupsPerRoom: Int
+    /// The most subgroups one member may be subscribed to.
+    public var maxSubscriptionsPerMember: Int
+    /// Sessions (stream × subgroup) one member may have open.
+    public var maxSessionsPerMember: Int
+    /// Links that have not joined yet (a flood of them is refused, not stored).
+    public var maxPendingConnections: Int
+    /// A receiver's queue of reliable frames may grow to this many bytes; one more and the
+    /// receiver is disconnected as a `slowReceiver` (the room never waits for it).
+    public var maxQueuedBytesPerReceiver: Int
+    /// Unreliable frames are queued for a receiver only while its queue is below this; above it
+    /// they are dropped and counted (they would be stale by the time they went out).
+    public var maxUnreliableQueuedBytesPerReceiver: Int
+    /// Peer-list changes are coalesced for `base × (1 + members / membersPerStep)`, at most `max`:
+    /// the interval grows with the room, as LINE Planet's scheduler does.
+    public var peerListBaseInterval: Duration
+    /// The longest coalescing interval, however large the room.
+    public var peerListMaxInterval: Duration
+    /// Members per step of the interval's growth.
+    public var peerListMembersPerStep: Int
+    /// A member that sends nothing (clients ping when idle) for this long is removed as vanished.
+    public var vanishTimeout: Duration
+    /// Caps of the relay's invitation table (open invitations, invitees, custom data, tombstones).
+    public var invitations = InvitationBook.Configuration()
+
+    /// Makes a configuration; the defaults suit a relay on one machine.
+    public init(
+        maxRooms: Int = 1_024,
+        maxMembersPerRoom: Int = 256,
+        maxSubgroupsPerRoom: Int = 256,
+        maxSubscriptionsPerMember: Int = 64,
+        maxSessionsPerMember: Int = 512,
+        maxPendingConnections: Int = 1_024,
+        maxQueuedBytesPerReceiver: Int = 8 * 1024 * 1024,
+        maxUnreliableQueuedBytesPerReceiver: Int = 1024 * 1024,
+        peerListBaseInterval: Duration = .milliseconds(50),
+        peerListMaxInterval: Duration = .seconds(2),
+        peerListMembersPerStep: Int = 10,
+        vanishTimeout: Duration = .seconds(15)
+    ) {
+        self.maxRooms = maxRooms
+        self.maxMembersPerRoom = maxMembersPerRoom
+        self.maxSubgroupsPerRoom = maxSubgroupsPerRoom
+        self.maxSubscriptionsPerMember = maxSubscriptionsPerMember
+        self.maxSessionsPerMember = maxSessionsPerMember
+        self.maxPendingConnections = maxPendingConnections
+        self.maxQueuedBytesPerReceiver = maxQueuedBytesPerReceiver
+        self.maxUnreliableQueuedBytesPerReceiver = maxUnreliableQueuedBytesPerReceiver
+        self.peerListBaseInterval = peerListBaseInterval
+        self.peerListMaxInterval = peerListMaxInterval
+        self.peerListMembersPerStep = peerListMembersPerStep
+        self.vanishTimeout = vanishTimeout
+    }
+
+    /// How long peer-list changes wait to be coalesced in a room of `members`.
+    public func peerListInterval(members: Int) -> Duration {
+        let steps = 1 + members / max(1, peerListMembersPerStep)
+        return min(peerListMaxInterval, peerListBaseInterval * steps)
+    }
+}
+
+/// What a verified token lets a peer do.
+public struct RelayGrant: Sendable, Hashable {
+    /// The room the token joins.
+    public var room: RoomID
+    /// The peer ID the token binds.
+    public var peer: PeerID
+    /// Whether the peer may send.
+    public var canPublish: Bool
+    /// Whether the peer may receive and subscribe to subgroups.
+    public var canSubscribe: Bool
+    /// Subgroups the peer may subscribe to; nil means any.
+    public var allowedSubgroups: Set<SubgroupName>?
+
+    /// Makes a grant.
+    public init(room: RoomID, peer: PeerID, canPublish: Bool, canSubscribe: Bool, allowedSubgroups: Set<SubgroupName>? = nil) {
+        self.room = room
+        self.peer = peer
+        self.canPublish = canPublish
+        self.canSubscribe = canSubscribe
+        self.allowedSubgroups = allowedSubgroups
+    }
+}
+
+/// A join the driver must authorize (verify the token) before the machine admits it.
+public struct RelayJoinRequest: Sendable, Hashable {
+    /// The room asked for.
+    public var room: RoomID
+    /// The peer ID the client claims.
+    public var peer: PeerID
+    /// Whether the client supports data sessions.
+    public var dataSessionsSupported: Bool
+    /// The token as the client sent it, for the driver to verify.
+    public var token: [UInt8]
+}
+
+/// A link to the relay, numbered by the driver.
+public struct RelayConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The number the driver gave the link.
+    public var rawValue: UInt64
+    /// Wraps a link number.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// What the relay machine asks its driver to do.
+public enum RelayAction: Sendable, Hashable {
+    /// Verify this join's token and answer with ``RelayMachine/admit(_:grant:now:)`` or
+    /// ``RelayMachine/refuse(_:_:now:)``.
+    case authorize(RelayConnectionID, RelayJoinRequest)
+    /// The connection's outbox has frames: write them (``RelayMachine/pollTransmit(_:into:maxBytes:now:)``).
+    case transmit(RelayConnectionID)
+    /// Write what is left in the outbox, then close the link.
+    case close(RelayConnectionID)
+}
+
+/// Counters of what the relay forwarded, refused and dropped.
+public struct RelayStatistics: Sendable, Hashable {
+    /// Refusals by kind; a refused frame is never relayed.
+    public var refusals: [RelayRefusal: Int] = [:]
+    /// Frames and bytes accepted from senders for relaying.
+    public var framesAccepted = 0
+    /// Copies handed to receivers' queues, and their bytes.
+    public var framesRelayed = 0
+    /// Bytes of those copies.
+    public var bytesRelayed = 0
+    /// Unreliable frames dropped because a receiver's queue was over its unreliable cap.
+    public var unreliableDropped = 0
+    /// Frames not relayed to a receiver that declared the stream unsupported.
+    public var droppedUnsupported = 0
+    /// Receivers disconnected because their reliable queue reached its cap.
+    public var slowReceiversDisconnected = 0
+    /// Members removed because they sent nothing for `vanishTimeout`.
+    public var vanished = 0
+    /// Joins accepted.
+    public var joins = 0
+    /// Members that left the room (by leaving or losing their link).
+    public var leaves = 0
+    /// Peer-list updates sent to members.
+    public var peerListUpdatesSent = 0
+    /// Extension messages relayed between members.
+    public var extensionsRelayed = 0
+    /// Track frames whose remaining lifetime ran out while the relay held them.
+    public var expiredInRelay = 0
+    /// Data tracks published.
+    public var tracksPublished = 0
+    /// All counters at zero.
+    public init() {}
+
+    /// Refusals of `kind` so far.
+    public func refusals(_ kind: RelayRefusal) -> Int { refusals[kind, default: 0] }
+}

@@ -1,0 +1,178 @@
+import ConduitCore
+import ConduitRooms
+
+extension RelayMachine {
+    /// A routed frame: authorize it against the sender's membership, rights and subscriptions,
+    /// then hand one shared, restamped copy to each receiver's queue.
+    mutating func handleRouted(_ id: RelayConnectionID, datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
+        guard case .member(let roomID, let member) = connections[id]!.phase else {
+            refuseFrame(.notJoined)
+            return
+        }
+        let envelope: RelayEnvelope
+        do { envelope = try RelayEnvelope.parse(datagram) } catch {
+            refuseFrame(.malformed)
+            return
+        }
+        let inner = UnsafeRawBufferPointer(rebasing: datagram[RelayEnvelope.size...])
+        let grant = rooms[roomID]!.members[member]!.grant
+        let subgroupID: UInt16
+        let streamKey: UInt32
+        var reliable = true
+        switch try? FrameKind.peek(inner) {
+        case .data?:
+            guard let (header, _) = try? DataFrameHeader.parse(inner) else { return refuseFrame(.malformed) }
+            guard grant.canPublish else { return refuseFrame(.receiveOnly) }
+            subgroupID = header.subgroupID
+            reliable = header.sessionType.isReliable
+            streamKey = Self.sessionKey(stream: header.streamID.wireValue, subgroupID: subgroupID)
+            guard authorizeScope(member, subgroupID: subgroupID, in: roomID) else { return }
+            guard noteSession(member, key: streamKey, type: header.sessionType, in: roomID) else { return }
+        case .control?:
+            guard let control = try? ControlFrame.parse(inner) else { return refuseFrame(.malformed) }
+            switch control {
+            case .sessionOpen(let stream, let sub, let name, let type):
+                guard grant.canPublish else { return refuseFrame(.receiveOnly) }
+                guard sub == 0 || rooms[roomID]!.subgroups[sub]?.name == name else { return refuseFrame(.unjoinedSubgroup) }
+                subgroupID = sub
+                streamKey = Self.sessionKey(stream: stream.wireValue, subgroupID: sub)
+                guard authorizeScope(member, subgroupID: sub, in: roomID) else { return }
+                guard noteSession(member, key: streamKey, type: type, in: roomID) else { return }
+            case .sessionClose(let stream, let sub, _):
+                guard grant.canPublish else { return refuseFrame(.receiveOnly) }
+                subgroupID = sub
+                streamKey = Self.sessionKey(stream: stream.wireValue, subgroupID: sub)
+                guard authorizeScope(member, subgroupID: sub, in: roomID) else { return }
+                rooms[roomID]!.members[member]!.sessions[streamKey] = nil
+            case .sessionUnsupported(let stream, let sub):
+                // Group calls: only this receiver stops getting the stream; the senders are not told.
+                let key = Self.sessionKey(stream: stream.wireValue, subgroupID: sub)
+                guard rooms[roomID]!.members[member]!.unsupported.count < configuration.maxSessionsPerMember else {
+                    return refuseFrame(.overLimit)
+                }
+                rooms[roomID]!.members[member]!.unsupported.insert(key)
+                return
+            case .hello, .goodbye:
+                return refuseFrame(.malformed)
+            }
+        case nil:
+            return refuseFrame(.malformed)
+        }
+
+        // A new member's first frame must not reach anyone before its name does: announce the
+        // room's coalesced changes now rather than at the end of the interval.
+        if !rooms[roomID]!.pendingJoined.isEmpty, rooms[roomID]!.pendingJoined.contains(member) {
+            rooms[roomID]!.flushDue = now
+            flushPeerLists(now: now)
+        }
+        let to = envelope.member
+        if to != 0 {
+            guard to != member, let target = rooms[roomID]!.members[to], subgroupID == 0 || target.subscriptions.contains(subgroupID) else {
+                return refuseFrame(.unknownDestination)
+            }
+        }
+        var frame = Array(datagram)
+        RelayEnvelope.restamp(&frame, from: member)
+        statistics.framesAccepted += 1
+
+        var slow: [RelayConnectionID] = []
+        if to != 0 {
+            deliver(frame, reliable: reliable, key: streamKey, to: rooms[roomID]!.members[to]!, slow: &slow)
+        } else if subgroupID == 0 {
+            for (number, receiver) in rooms[roomID]!.members where number != member {
+                deliver(frame, reliable: reliable, key: streamKey, to: receiver, slow: &slow)
+            }
+        } else {
+            for number in rooms[roomID]!.subgroups[subgroupID]!.subscribers where number != member {
+                guard let receiver = rooms[roomID]!.members[number] else { continue }
+                deliver(frame, reliable: reliable, key: streamKey, to: receiver, slow: &slow)
+            }
+        }
+        for connection in slow {
+            statistics.slowReceiversDisconnected += 1
+            disconnect(connection, .slowReceiver, "reliable data queued past \(configuration.maxQueuedBytesPerReceiver) bytes", now: now)
+        }
+    }
+
+    /// A sender may reach the main room, or a subgroup it is subscribed to whose `dataSession`
+    /// attribute is true.
+    mutating func authorizeScope(_ member: UInt16, subgroupID: UInt16, in roomID: RoomID) -> Bool {
+        guard subgroupID != 0 else { return true }
+        guard rooms[roomID]!.members[member]!.subscriptions.contains(subgroupID), let subgroup = rooms[roomID]!.subgroups[subgroupID] else {
+            refuseFrame(.unjoinedSubgroup)
+            return false
+        }
+        guard subgroup.dataSession else {
+            refuseFrame(.subgroupWithoutDataSessions)
+            return false
+        }
+        return true
+    }
+
+    /// Remembers the sender's session (bounded), so leaving a subgroup can close it for the others.
+    mutating func noteSession(_ member: UInt16, key: UInt32, type: SessionType, in roomID: RoomID) -> Bool {
+        if rooms[roomID]!.members[member]!.sessions[key] != nil { return true }
+        guard rooms[roomID]!.members[member]!.sessions.count < configuration.maxSessionsPerMember else {
+            refuseFrame(.overLimit)
+            return false
+        }
+        rooms[roomID]!.members[member]!.sessions[key] = type
+        return true
+    }
+
+    /// Queues `frame` for one receiver under its caps: unreliable frames past the unreliable cap
+    /// are dropped and counted; a reliable frame past the hard cap marks the receiver slow (it is
+    /// disconnected after this fan-out, so the loop over the room stays undisturbed).
+    mutating func deliver(_ frame: [UInt8], reliable: Bool, key: UInt32, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant = .zero) {
+        guard receiver.grant.canSubscribe else { return }
+        if receiver.unsupported.contains(key) {
+            statistics.droppedUnsupported += 1
+            return
+        }
+        let id = receiver.connection
+        // One dictionary access for the whole enqueue: this runs once per receiver per frame.
+        let outcome = connections[id]!.enqueue(frame, reliable: reliable, now: now, configuration: configuration)
+        switch outcome {
+        case .queued(let signal):
+            statistics.framesRelayed += 1
+            statistics.bytesRelayed += frame.count
+            if signal { actions.append(.transmit(id)) }
+        case .droppedUnreliable:
+            statistics.unreliableDropped += 1
+        case .slow:
+            if !slow.contains(id) { slow.append(id) }
+        }
+    }
+
+}
+
+extension RelayMachine.Connection {
+    /// (A mutating method called through `connections[id]!` mutates in place; passing
+    /// `&connections[id]!` as an inout argument would copy the queues out and back.)
+    mutating func enqueue(_ frame: [UInt8], reliable: Bool, now: ConduitInstant, configuration: RelayConfiguration) -> RelayMachine.EnqueueOutcome {
+        let queued = outboxBytes
+        if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
+            unreliableDropped += 1
+            return .droppedUnreliable
+        }
+        if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
+        outbox.append(frame)
+        queuedAt.append(now)
+        outboxBytes += frame.count
+        let signal = !transmitSignalled
+        transmitSignalled = true
+        return .queued(signal: signal)
+    }
+}
+
+extension RelayMachine {
+    enum EnqueueOutcome {
+        /// Queued; `signal` if the driver must now be told to write this connection.
+        case queued(signal: Bool)
+        case droppedUnreliable
+        case slow
+    }
+
+    /// Unreliable frames dropped for one receiver.
+    public func unreliableDropped(for id: RelayConnectionID) -> Int { connections[id]?.unreliableDropped ?? 0 }
+}

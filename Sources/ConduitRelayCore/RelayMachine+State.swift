@@ -1,0 +1,105 @@
+import DequeModule
+import ConduitCore
+import ConduitRooms
+
+extension RelayMachine {
+    struct Connection: Sendable {
+        enum Phase: Sendable {
+            case awaitingJoin
+            case authorizing(RelayJoinRequest)
+            case member(RoomID, UInt16)
+            case closing
+        }
+
+        var phase: Phase = .awaitingJoin
+        /// Frames for this receiver, oldest first; shared arrays, so fan-out costs no copies.
+        var outbox = Deque<[UInt8]>()
+        /// When each frame in `outbox` was queued (a track frame's lifetime counts the wait).
+        var queuedAt = Deque<ConduitInstant>()
+        var outboxBytes = 0
+        /// A `.transmit` action is outstanding (one per non-empty outbox, not one per frame).
+        var transmitSignalled = false
+        var lastHeard: ConduitInstant
+        /// Unreliable frames dropped for this receiver.
+        var unreliableDropped = 0
+    }
+
+    struct Member: Sendable {
+        let connection: RelayConnectionID
+        let peer: PeerID
+        let dataSessionsSupported: Bool
+        let grant: RelayGrant
+        /// Subgroup IDs this member is subscribed to.
+        var subscriptions: Set<UInt16> = []
+        /// Streams this receiver declared unsupported (`subgroupID << 16 | streamID`).
+        var unsupported: Set<UInt32> = []
+        /// Sessions this member sent on (`subgroupID << 16 | streamID`), so that leaving a
+        /// subgroup can close them for the remaining members.
+        var sessions: [UInt32: SessionType] = [:]
+    }
+
+    struct Subgroup: Sendable {
+        let name: SubgroupName
+        let dataSession: Bool
+        var subscribers: Set<UInt16> = []
+    }
+
+    struct Track: Sendable {
+        let info: TrackInfo
+        var subscribers: Set<UInt16> = []
+    }
+
+    struct Channel: Sendable {
+        let declaration: ChannelDeclaration
+        /// Who declared the label, and which way.
+        var directions: [UInt16: ChannelDeclaration.Direction]
+    }
+
+    struct Room: Sendable {
+        var members: [UInt16: Member] = [:]
+        var channels: [UInt16: Channel] = [:]
+        var channelIDs: [ChannelLabel: UInt16] = [:]
+        var nextChannelID: UInt16 = 1
+        var tracks: [UInt16: Track] = [:]
+        var nextTrackID: UInt16 = 1
+        var subgroups: [UInt16: Subgroup] = [:]
+        var subgroupIDs: [SubgroupName: UInt16] = [:]
+        var nextSubgroupID: UInt16 = 1
+        var nextMember: UInt16 = 1
+        /// The version of the last update sent (a new joiner's snapshot carries it).
+        var version: UInt32 = 0
+        /// Changes not yet announced: coalesced until `flushDue`.
+        var pendingJoined: [UInt16] = []
+        var pendingLeft: [UInt16] = []
+        var flushDue: ConduitInstant?
+
+        /// The next free member number (never 0, which means "everyone").
+        mutating func allocateMember() -> UInt16 {
+            while members[nextMember] != nil || nextMember == 0 { nextMember &+= 1 }
+            defer { nextMember &+= 1 }
+            return nextMember
+        }
+
+        mutating func allocateChannelID() -> UInt16 {
+            while channels[nextChannelID] != nil || nextChannelID == 0 { nextChannelID &+= 1 }
+            defer { nextChannelID &+= 1 }
+            return nextChannelID
+        }
+
+        mutating func allocateTrackID() -> UInt16 {
+            while tracks[nextTrackID] != nil || nextTrackID == 0 { nextTrackID &+= 1 }
+            defer { nextTrackID &+= 1 }
+            return nextTrackID
+        }
+
+        mutating func allocateSubgroupID() -> UInt16 {
+            while subgroups[nextSubgroupID] != nil || nextSubgroupID == 0 { nextSubgroupID &+= 1 }
+            defer { nextSubgroupID &+= 1 }
+            return nextSubgroupID
+        }
+    }
+
+    @inlinable static func sessionKey(stream: UInt16, subgroupID: UInt16) -> UInt32 {
+        UInt32(subgroupID) << 16 | UInt32(stream)
+    }
+}

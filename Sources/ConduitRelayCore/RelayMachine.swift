@@ -1,0 +1,178 @@
+import DequeModule
+public import ConduitCore
+import ConduitRooms
+
+/// The sans-IO relay: rooms, membership, subgroups, routing, authorization and per-receiver
+/// queues, for every link the driver hands it.
+///
+/// The contract is quinn-proto's: the driver feeds datagrams per connection
+/// (``handle(_:batch:now:)``), link closures and the passing of time; it drains actions
+/// (``pollAction()``: authorize a join, write a connection's outbox, close a link) and asks when
+/// to call again (``nextTimeout()``). Tokens are verified by the driver (the core has no crypto):
+/// a join becomes an `.authorize` action and waits for ``admit(_:grant:now:)`` or ``refuse(_:_:now:)``.
+///
+/// Forwarding is one copy: the upstream frame is copied once, its envelope rewritten in place
+/// (``RelayEnvelope/restamp(_:from:)``), and that one array is shared by every receiver's queue.
+public struct RelayMachine: Sendable {
+    /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
+    public let configuration: RelayConfiguration
+    /// Counters of joins, refusals by reason, frames relayed and dropped.
+    public internal(set) var statistics = RelayStatistics()
+
+    var connections: [RelayConnectionID: Connection] = [:]
+    var rooms: [RoomID: Room] = [:]
+    var actions = Deque<RelayAction>()
+    var pendingConnections = 0
+    /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
+    public internal(set) var invitations: RelayInvitations
+
+    /// Makes a relay with no connections and no rooms.
+    /// - Parameters:
+    ///   - configuration: room caps, peer-list coalescing, per-receiver queue limits, invitation limits.
+    ///   - invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
+    public init(configuration: RelayConfiguration = .init(), invitationKey: UInt64 = .random(in: .min ... .max)) {
+        self.configuration = configuration
+        self.invitations = RelayInvitations(configuration: configuration.invitations, key: invitationKey)
+    }
+
+    /// The next thing the driver must do, or nil when there is none.
+    public mutating func pollAction() -> RelayAction? { actions.popFirst() }
+
+    // MARK: Connections
+
+    /// A new link. Returns false (and the driver should close it) if too many links are waiting to join.
+    public mutating func connectionOpened(_ id: RelayConnectionID, now: ConduitInstant) -> Bool {
+        guard connections[id] == nil else { return true }
+        guard pendingConnections < configuration.maxPendingConnections else { return false }
+        pendingConnections += 1
+        connections[id] = Connection(lastHeard: now)
+        return true
+    }
+
+    /// The link closed under the relay: the member (if any) leaves the room; its peers hear of it
+    /// with the next peer-list update.
+    public mutating func connectionClosed(_ id: RelayConnectionID, now: ConduitInstant) {
+        guard let connection = connections.removeValue(forKey: id) else { return }
+        switch connection.phase {
+        case .awaitingJoin, .authorizing: pendingConnections -= 1
+        case .member(let room, let member): removeMember(member, from: room, now: now)
+        case .closing: break
+        }
+    }
+
+    /// Frames waiting to be written to `id`, in order, up to `maxBytes` (at least one). With
+    /// `now`, a data-track frame's remaining lifetime is reduced by the time the relay held it,
+    /// and a frame whose lifetime ran out here is dropped (``RelayStatistics/expiredInRelay``).
+    @discardableResult
+    public mutating func pollTransmit(_ id: RelayConnectionID, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024, now: ConduitInstant? = nil) -> Int {
+        guard connections[id] != nil else { return 0 }
+        var count = 0
+        while let frame = connections[id]!.outbox.first, batch.isEmpty || batch.byteCount + frame.count <= maxBytes {
+            let queuedAt = connections[id]!.queuedAt.removeFirst()
+            connections[id]!.outbox.removeFirst()
+            connections[id]!.outboxBytes -= frame.count
+            if let now, let lifetime = TrackFrameHeader.remainingLifetime(frame) {
+                let held = (now - queuedAt).nanosecondsClamped / 1_000_000
+                guard held < Int64(lifetime) else {
+                    statistics.expiredInRelay += 1
+                    continue
+                }
+                var patched = frame
+                TrackFrameHeader.setRemainingLifetime(&patched, milliseconds: lifetime - UInt32(held))
+                batch.append(patched)
+            } else {
+                batch.append(frame)
+            }
+            count += 1
+        }
+        if connections[id]!.outbox.isEmpty { connections[id]!.transmitSignalled = false }
+        return count
+    }
+
+    /// Bytes queued for `id` (for tests and metrics).
+    public func queuedBytes(_ id: RelayConnectionID) -> Int { connections[id]?.outboxBytes ?? 0 }
+
+    /// The member number of a connection that joined.
+    public func member(of id: RelayConnectionID) -> UInt16? {
+        if case .member(_, let member)? = connections[id]?.phase { return member }
+        return nil
+    }
+
+    /// The peers in a room, by member number.
+    public func members(of room: RoomID) -> [UInt16: PeerID] {
+        rooms[room]?.members.mapValues(\.peer) ?? [:]
+    }
+
+    /// Rooms with at least one member.
+    public var roomCount: Int { rooms.count }
+
+    // MARK: Input
+
+    /// One datagram from connection `id`. Everything malformed or unauthorized is refused and
+    /// counted; nothing here traps on peer input.
+    public mutating func handle(_ id: RelayConnectionID, datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
+        guard connections[id] != nil else { return }
+        connections[id]!.lastHeard = now
+        switch RelayFrameKind.peek(datagram) {
+        case .routed?:
+            handleRouted(id, datagram: datagram, now: now)
+        case .relayed?:
+            // Only the relay stamps senders. A client sending this is claiming to be someone.
+            refuseFrame(.forgedSender)
+        case .track?:
+            handleTrack(id, datagram: datagram, now: now)
+        case .channel?:
+            handleChannel(id, datagram: datagram, now: now)
+        case .room?:
+            do { handleRoomControl(id, try RoomControlFrame.parse(datagram), now: now) } catch {
+                refuseFrame(.malformed)
+            }
+        case nil:
+            refuseFrame(.malformed)
+        }
+    }
+
+    /// Takes one datagram from connection `id`.
+    public mutating func handle(_ id: RelayConnectionID, datagram: [UInt8], now: ConduitInstant) {
+        datagram.withUnsafeBytes { handle(id, datagram: $0, now: now) }
+    }
+
+    /// Takes a batch of datagrams from connection `id`.
+    public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, now: ConduitInstant) {
+        batch.forEachDatagram { handle(id, datagram: $0, now: now) }
+    }
+
+    mutating func refuseFrame(_ refusal: RelayRefusal) {
+        statistics.refusals[refusal, default: 0] += 1
+    }
+
+    // MARK: Output helpers
+
+    /// Queues a control frame for `id`, outside the data caps (control is small and rare).
+    mutating func sendControl(_ id: RelayConnectionID, _ frame: [UInt8]) {
+        guard connections[id] != nil else { return }
+        connections[id]!.outbox.append(frame)
+        connections[id]!.queuedAt.append(.zero)
+        connections[id]!.outboxBytes += frame.count
+        signal(id)
+    }
+
+    mutating func signal(_ id: RelayConnectionID) {
+        guard !connections[id]!.transmitSignalled else { return }
+        connections[id]!.transmitSignalled = true
+        actions.append(.transmit(id))
+    }
+
+    /// Ends a connection: `frame` is the last thing it gets, then the driver closes the link.
+    mutating func closeConnection(_ id: RelayConnectionID, last frame: [UInt8]) {
+        guard connections[id] != nil else { return }
+        if case .awaitingJoin = connections[id]!.phase { pendingConnections -= 1 }
+        if case .authorizing = connections[id]!.phase { pendingConnections -= 1 }
+        connections[id]!.phase = .closing
+        connections[id]!.outbox.removeAll()
+        connections[id]!.queuedAt.removeAll()
+        connections[id]!.outboxBytes = 0
+        sendControl(id, frame)
+        actions.append(.close(id))
+    }
+}

@@ -1,0 +1,88 @@
+public import ConduitCore
+
+/// Labeled channels on the client: declared in the configuration, sent right after joining;
+/// messages fragmented like track messages; received per sender and channel.
+extension ConferenceMachine {
+    /// The channels the relay confirmed, by label.
+    public var channels: [ChannelLabel: ChannelInfo] { channelInfos }
+
+    mutating func declareChannelsAfterJoining() {
+        guard !configuration.channels.isEmpty else { return }
+        controlOut.append(RoomControlFrame.declareChannels(Array(configuration.channels.prefix(RoomControlFrame.maxChannels))).encoded)
+    }
+
+    mutating func handleChannelsAnswer(_ infos: [ChannelInfo]) {
+        for info in infos {
+            channelInfos[info.declaration.label] = info
+            channelLabels[info.channelID] = info.declaration.label
+        }
+        events.append(.channelsReady(infos))
+    }
+
+    /// Queues one message on a labeled channel this side declared with a sending direction.
+    /// `compressed` says the bytes are already zlib-compressed (the runtime does that when the
+    /// channel was declared with `compress`).
+    public mutating func sendChannel(_ label: ChannelLabel, bytes: [UInt8], compressed: Bool, now: ConduitInstant) -> EnqueueResult {
+        guard let info = channelInfos[label], info.declaration.direction.sends else {
+            return .failed(ConduitError(.sessionClosed, "channel \(label) is not declared for sending"))
+        }
+        guard bytes.count <= ChannelFrameHeader.maxMessageBytes else {
+            return .failed(ConduitError(.messageTooLarge, "\(bytes.count) bytes exceed the \(ChannelFrameHeader.maxMessageBytes)-byte limit of a channel message"))
+        }
+        guard trackQueuedBytes == 0 || trackQueuedBytes + bytes.count <= configuration.session.maxQueuedBytesPerSession else { return .queueFull }
+        let header = ChannelFrameHeader(channelID: info.channelID, reliability: info.declaration.reliability, compressed: compressed, sender: 0).bytes
+        let messageID = channelMessageIDs[info.channelID, default: 0]
+        channelMessageIDs[info.channelID] = messageID &+ 1
+        var fragmenter = Fragmenter(
+            streamID: 100,
+            sessionType: info.declaration.reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
+            subgroupID: info.channelID,
+            messageID: messageID,
+            totalLength: bytes.count,
+            fragmentSize: max(1, configuration.session.fragmentSize - ChannelFrameHeader.size + RelayEnvelope.size),
+            timestamp: 0
+        )
+        scratch.removeAll()
+        bytes.withUnsafeBytes { fragmenter.emitAll(of: $0, into: &scratch) }
+        for index in 0..<scratch.count {
+            let frame = header + scratch[index]
+            trackQueue.append(QueuedTrackFrame(frame: frame, queuedAt: now))
+            trackQueuedBytes += frame.count
+        }
+        return .queued(messageID: messageID)
+    }
+
+    mutating func handleChannelFrame(_ datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
+        guard isConnected,
+            let header = try? ChannelFrameHeader.parse(datagram),
+            let (inner, payload) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: datagram[ChannelFrameHeader.size...])),
+            inner.subgroupID == header.channelID
+        else {
+            statistics.malformedDatagrams += 1
+            return
+        }
+        guard let label = channelLabels[header.channelID], let info = channelInfos[label], info.declaration.direction.receives else {
+            statistics.droppedClosedSession += 1
+            return
+        }
+        guard let sender = members[header.sender] else {
+            statistics.droppedUnknownSender += 1
+            return
+        }
+        let key = UInt32(header.sender) << 16 | UInt32(header.channelID)
+        if channelReassemblers[key] == nil {
+            guard channelReassemblers.count < configuration.maxSenders else {
+                statistics.droppedUnknownSender += 1
+                return
+            }
+            channelReassemblers[key] = Reassembler(configuration: configuration.session.reassembly)
+        }
+        let body = UnsafeRawBufferPointer(rebasing: datagram[ChannelFrameHeader.size...])
+        guard case .complete(let message) = channelReassemblers[key]!.ingest(inner, payload: UnsafeRawBufferPointer(rebasing: body[payload]), now: now) else {
+            return
+        }
+        statistics.messagesDelivered += 1
+        let senderHeader: [UInt8] = info.declaration.senderHeader ? [UInt8(header.sender >> 8), UInt8(header.sender & 0xFF)] : []
+        events.append(.channelMessage(label, from: sender.peer, header: senderHeader, message.bytes, compressed: header.compressed))
+    }
+}

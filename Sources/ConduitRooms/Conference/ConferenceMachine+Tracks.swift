@@ -1,0 +1,162 @@
+import DequeModule
+public import ConduitCore
+
+/// Data tracks on the client: publish, send (fragmented, with the remaining lifetime carried in
+/// every frame), subscribe, receive (reassembled per track).
+extension ConferenceMachine {
+    struct LocalTrack: Sendable {
+        let reliability: Reliability
+        var trackID: UInt16?
+        var nextMessageID: UInt32 = 0
+    }
+
+    struct QueuedTrackFrame: Sendable {
+        var frame: [UInt8]
+        let queuedAt: ConduitInstant
+    }
+
+    /// Publishes a track (`LocalParticipant.publishTrack`). The relay answers with the track's ID
+    /// (`trackPublished` with this side as publisher); sends wait for it.
+    public mutating func publishTrack(_ name: ChannelLabel, reliability: Reliability) -> Bool {
+        guard isConnected, localTracks[name] == nil else { return false }
+        localTracks[name] = LocalTrack(reliability: reliability)
+        controlOut.append(RoomControlFrame.publishTrack(name, reliability).encoded)
+        return true
+    }
+
+    /// Stops publishing track `name`: the relay tells members, subscriptions end, later sends fail.
+    public mutating func unpublishTrack(_ name: ChannelLabel) {
+        guard let track = localTracks.removeValue(forKey: name), let id = track.trackID, isConnected else { return }
+        controlOut.append(RoomControlFrame.unpublishTrack(id).encoded)
+    }
+
+    /// Whether track `name` is published (the relay confirmed it).
+    public func isTrackPublished(_ name: ChannelLabel) -> Bool { localTracks[name]?.trackID != nil }
+
+    /// Queues one message on a published track. Messages larger than a datagram are fragmented;
+    /// with `maxPacketLifeTime`, the time a message waits here counts against its lifetime.
+    public mutating func sendTrack(_ name: ChannelLabel, bytes: [UInt8], now: ConduitInstant) -> EnqueueResult {
+        guard let track = localTracks[name], let id = track.trackID else {
+            return .failed(ConduitError(.sessionClosed, "track \(name) is not published"))
+        }
+        guard bytes.count <= TrackFrameHeader.maxMessageBytes else {
+            return .failed(ConduitError(.messageTooLarge, "\(bytes.count) bytes exceed the \(TrackFrameHeader.maxMessageBytes)-byte limit of a track message"))
+        }
+        guard trackQueuedBytes == 0 || trackQueuedBytes + bytes.count <= configuration.session.maxQueuedBytesPerSession else { return .queueFull }
+        let header = TrackFrameHeader(trackID: id, reliability: track.reliability).bytes
+        var fragmenter = Fragmenter(
+            streamID: 100,
+            sessionType: track.reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
+            subgroupID: id,
+            messageID: track.nextMessageID,
+            totalLength: bytes.count,
+            fragmentSize: max(1, configuration.session.fragmentSize - TrackFrameHeader.size + RelayEnvelope.size),
+            timestamp: 0
+        )
+        localTracks[name]!.nextMessageID &+= 1
+        scratch.removeAll()
+        bytes.withUnsafeBytes { fragmenter.emitAll(of: $0, into: &scratch) }
+        for index in 0..<scratch.count {
+            let frame = header + scratch[index]
+            trackQueue.append(QueuedTrackFrame(frame: frame, queuedAt: now))
+            trackQueuedBytes += frame.count
+        }
+        return .queued(messageID: fragmenter.header.messageID)
+    }
+
+    /// Subscribes to `publisher`'s track `name` (it must have been announced).
+    public mutating func subscribeTrack(_ name: ChannelLabel, of publisher: PeerID) -> Bool {
+        guard isConnected, let member = member(for: publisher),
+            let info = announcedTracks.values.first(where: { $0.publisher == member && $0.name == name })
+        else { return false }
+        controlOut.append(RoomControlFrame.subscribeTrack(info.trackID).encoded)
+        return true
+    }
+
+    /// Ends the subscription to `publisher`'s track `name`.
+    public mutating func unsubscribeTrack(_ name: ChannelLabel, of publisher: PeerID) {
+        guard let member = member(for: publisher),
+            let info = announcedTracks.values.first(where: { $0.publisher == member && $0.name == name })
+        else { return }
+        subscribedTracks.remove(info.trackID)
+        trackReassemblers[info.trackID] = nil
+        controlOut.append(RoomControlFrame.unsubscribeTrack(info.trackID).encoded)
+    }
+
+    mutating func handleTrackControl(_ frame: RoomControlFrame) {
+        switch frame {
+        case .trackPublished(let info):
+            announcedTracks[info.trackID] = info
+            if info.publisher == joinedMember, localTracks[info.name]?.trackID == nil, localTracks[info.name] != nil {
+                localTracks[info.name]!.trackID = info.trackID
+                events.append(.trackPublished(info.name, by: localPeer, info.reliability))
+            } else if let publisher = members[info.publisher] {
+                events.append(.trackPublished(info.name, by: publisher.peer, info.reliability))
+            }
+        case .trackUnpublished(let id):
+            guard let info = announcedTracks.removeValue(forKey: id) else { return }
+            subscribedTracks.remove(id)
+            trackReassemblers[id] = nil
+            let publisher = info.publisher == joinedMember ? localPeer : members[info.publisher]?.peer
+            if let publisher { events.append(.trackUnpublished(info.name, by: publisher)) }
+        case .trackSubscribed(let id):
+            guard let info = announcedTracks[id] else { return }
+            subscribedTracks.insert(id)
+            if let publisher = members[info.publisher] { events.append(.trackSubscribed(info.name, of: publisher.peer)) }
+        default:
+            statistics.malformedDatagrams += 1
+        }
+    }
+
+    mutating func handleTrackFrame(_ datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
+        guard isConnected,
+            let header = try? TrackFrameHeader.parse(datagram),
+            let (inner, payload) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: datagram[TrackFrameHeader.size...])),
+            inner.subgroupID == header.trackID
+        else {
+            statistics.malformedDatagrams += 1
+            return
+        }
+        guard subscribedTracks.contains(header.trackID), let info = announcedTracks[header.trackID], let publisher = members[info.publisher] else {
+            statistics.droppedClosedSession += 1
+            return
+        }
+        if trackReassemblers[header.trackID] == nil {
+            trackReassemblers[header.trackID] = Reassembler(configuration: configuration.session.reassembly)
+        }
+        let body = UnsafeRawBufferPointer(rebasing: datagram[TrackFrameHeader.size...])
+        guard case .complete(let message) = trackReassemblers[header.trackID]!.ingest(inner, payload: UnsafeRawBufferPointer(rebasing: body[payload]), now: now) else {
+            return
+        }
+        statistics.messagesDelivered += 1
+        events.append(.trackMessage(info.name, from: publisher.peer, message.bytes))
+    }
+
+    /// Moves queued track frames into `batch`, stamping each with the lifetime it has left and
+    /// dropping those whose lifetime ran out while queued.
+    mutating func pollTrackFrames(now: ConduitInstant, into batch: inout DatagramBatch, maxBytes: Int) {
+        while let next = trackQueue.first, batch.isEmpty || batch.byteCount + next.frame.count <= maxBytes {
+            trackQueue.removeFirst()
+            trackQueuedBytes -= next.frame.count
+            if let lifetime = TrackFrameHeader.remainingLifetime(next.frame) {
+                let waited = (now - next.queuedAt).nanosecondsClamped / 1_000_000
+                guard waited < Int64(lifetime) else {
+                    statistics.trackFramesExpired += 1
+                    continue
+                }
+                var frame = next.frame
+                TrackFrameHeader.setRemainingLifetime(&frame, milliseconds: lifetime - UInt32(waited))
+                batch.append(frame)
+            } else {
+                batch.append(next.frame)
+            }
+        }
+    }
+}
+
+extension ConferenceMachine {
+    /// The relay's ID of an announced track (for tools and tests).
+    public func announcedTrackID(_ name: ChannelLabel) -> UInt16? {
+        announcedTracks.values.first(where: { $0.name == name })?.trackID
+    }
+}
