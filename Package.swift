@@ -19,6 +19,10 @@ let package = Package(
     products: [
         .library(name: "Conduit", targets: ["Conduit"]),
         .library(name: "ConduitCore", targets: ["ConduitCore"]),
+        .library(name: "ConduitARQ", targets: ["ConduitARQ"]),
+        .library(name: "ConduitRooms", targets: ["ConduitRooms"]),
+        .library(name: "ConduitRelayCore", targets: ["ConduitRelayCore"]),
+        .library(name: "ConduitImpairment", targets: ["ConduitImpairment"]),
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
@@ -227,19 +231,19 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitCoreTests",
-            dependencies: ["ConduitCore"],
+            dependencies: ["ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ConduitLoopbackTests",
-            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore"],
+            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ConduitUDPTests",
             dependencies: ["ConduitLogCapture", 
                 "ConduitUDP",
-                "ConduitCore",
+                "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
                 "ConduitConformance",
                 "ConduitReliability",
                 "Conduit",
@@ -257,7 +261,7 @@ let package = Package(
             name: "ConduitSCTPTests",
             dependencies: ["ConduitLogCapture", 
                 "ConduitSCTP",
-                "ConduitCore",
+                "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
                 "ConduitConformance",
                 "Conduit",
                 "ConduitUDP",
@@ -273,17 +277,17 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitSRTPTests",
-            dependencies: ["ConduitSRTP", "ConduitCore"],
+            dependencies: ["ConduitSRTP", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ConduitReliabilityTests",
-            dependencies: ["ConduitReliability", "ConduitCore", "ConduitLoopback", "ConduitConformance"],
+            dependencies: ["ConduitReliability", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ConduitToolingTests",
-            dependencies: ["ConduitTooling", "Conduit", "ConduitCore"],
+            dependencies: ["ConduitTooling", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -309,7 +313,7 @@ let package = Package(
             name: "ConduitNetworkTestSupport",
             dependencies: [
                 "Conduit",
-                "ConduitCore",
+                "ConduitCore", "ConduitImpairment",
                 "ConduitUDP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -318,7 +322,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitKernelSCTPTests",
-            dependencies: ["ConduitLogCapture", "ConduitKernelSCTP", "ConduitCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ConduitLogCapture", "ConduitKernelSCTP", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -329,7 +333,7 @@ let package = Package(
         .testTarget(
             name: "ConduitRelayTests",
             dependencies: ["ConduitLogCapture", 
-                "ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
+                "ConduitRelay", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -340,7 +344,7 @@ let package = Package(
         .testTarget(
             name: "ConduitDocumentationTests",
             dependencies: [
-                "Conduit", "ConduitCore", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
+                "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -349,7 +353,7 @@ let package = Package(
         .testTarget(
             name: "ConduitTests",
             dependencies: ["ConduitLogCapture", 
-                "Conduit", "ConduitCore",
+                "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

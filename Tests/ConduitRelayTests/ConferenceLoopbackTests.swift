@@ -1,4 +1,5 @@
 import Conduit
+import ConduitCore
 import ConduitRelay
 import Testing
 import ConduitRooms

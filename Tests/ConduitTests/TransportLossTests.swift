@@ -1,4 +1,5 @@
 import Conduit
+import ConduitCore
 import Testing
 
 /// A call whose transport dies without a goodbye: sessions close with `internal` (an unexpected
