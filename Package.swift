@@ -3,6 +3,8 @@ import PackageDescription
 
 /// Targets are split by capability, in the manner of swift-nio:
 /// - `ConduitCore`: sans-IO protocol logic (no sockets, clocks, C or Foundation).
+/// - `ConduitDriver`: the one driver of every sans-IO machine (read loop, pump, one deadline
+///   timer) on an injected clock; `ConduitTesting`: a virtual clock for host apps' tests.
 /// - `ConduitLoopback`: the in-process transport, the embedded default.
 /// - `Conduit`: the public, async API that hosts embed.
 /// - `ConduitConformance`: one behavioural suite that every transport must pass.
@@ -19,6 +21,8 @@ let package = Package(
     products: [
         .library(name: "Conduit", targets: ["Conduit"]),
         .library(name: "ConduitCore", targets: ["ConduitCore"]),
+        .library(name: "ConduitDriver", targets: ["ConduitDriver"]),
+        .library(name: "ConduitTesting", targets: ["ConduitTesting"]),
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
@@ -56,6 +60,18 @@ let package = Package(
             dependencies: [.product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
+        // One driver for every sans-IO machine, on an injected clock (sockets come from the link).
+        .target(
+            name: "ConduitDriver",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        // For host apps' tests: a virtual clock to run calls and conferences on.
+        .target(
+            name: "ConduitTesting",
+            dependencies: ["ConduitCore", "ConduitDriver"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ConduitLoopback",
             dependencies: ["ConduitCore"],
@@ -67,7 +83,7 @@ let package = Package(
         .target(
             name: "ConduitReliability",
             dependencies: [
-                "ConduitCore", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
+                "ConduitCore", "ConduitDriver", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -127,7 +143,7 @@ let package = Package(
         .target(
             name: "Conduit",
             dependencies: [
-                "ConduitCore", "ConduitLoopback", "ConduitReliability",
+                "ConduitCore", "ConduitDriver", "ConduitLoopback", "ConduitReliability",
                 .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
@@ -141,6 +157,7 @@ let package = Package(
             name: "ConduitRelay",
             dependencies: [
                 "ConduitCore",
+                "ConduitDriver",
                 "ConduitReliability",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -155,7 +172,7 @@ let package = Package(
         ),
         .target(
             name: "ConduitConformance",
-            dependencies: ["ConduitCore"],
+            dependencies: ["ConduitCore", "ConduitDriver"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -321,7 +338,7 @@ let package = Package(
         .testTarget(
             name: "ConduitTests",
             dependencies: ["ConduitLogCapture", 
-                "Conduit", "ConduitCore",
+                "Conduit", "ConduitCore", "ConduitTesting", "ConduitLoopback",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
