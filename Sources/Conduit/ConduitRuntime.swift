@@ -1,4 +1,5 @@
 public import ConduitCore
+public import ConduitDriver
 import ConduitReliability
 public import CoreMetrics
 public import Logging
@@ -24,6 +25,9 @@ public struct ConduitRuntime: Sendable {
     /// Where calls and conferences started from this runtime log and count
     /// (default: ``ConduitObservability/disabled``, nothing at all).
     public var observability: ConduitObservability
+    /// The clock calls and conferences started from this runtime run on (nil: the system's
+    /// monotonic clock). A test gives a `VirtualClock` (`ConduitTesting`) to run them on virtual time.
+    public var clock: (any ConduitClock)?
 
     /// A runtime with `configuration` and `registry`, silent (no logs, no metrics).
     public init(configuration: ConduitConfiguration = .init(), registry: TransportRegistry = .defaults) {
@@ -81,7 +85,7 @@ public struct ConduitRuntime: Sendable {
         let link = await ReliableTransportLink.wrapIfNeeded(
             raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
         )
-        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme)
+        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme, clock: clock)
         // The greeting gets what the connect left of the one limit.
         return try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))
     }
@@ -96,7 +100,7 @@ public struct ConduitRuntime: Sendable {
         logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(peer)"
         logger[metadataKey: ConduitObservability.MetadataKey.transport] = "\(resolved.scheme)"
         logger.info("listening", metadata: ["conduit.url": "\(listener.localURL)"])
-        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability, observability: observability)
+        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability, observability: observability, clock: clock)
     }
 }
 
@@ -107,8 +111,13 @@ public final class CallListener: Sendable {
     private let configuration: ConduitConfiguration
     private let reliability: ReliableLink.Configuration
     private let observability: ConduitObservability
+    private let clock: (any ConduitClock)?
 
-    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration, observability: ConduitObservability) {
+    init(
+        listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration, observability: ConduitObservability,
+        clock: (any ConduitClock)?
+    ) {
+        self.clock = clock
         self.listener = listener
         self.peer = peer
         self.configuration = configuration
@@ -126,7 +135,7 @@ public final class CallListener: Sendable {
             let link = await ReliableTransportLink.wrapIfNeeded(
                 raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme
             )
-            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme)
+            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme, clock: clock)
             if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
         }
         return nil

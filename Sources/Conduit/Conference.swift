@@ -216,7 +216,8 @@ extension ConduitRuntime {
             )
         }
         let engine = ConferenceEngine(
-            room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme
+            room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme,
+            clock: clock
         )
         // The join gets what the connect left of the one limit.
         _ = try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))
