@@ -317,7 +317,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: ["ConduitLogCapture", 
+            dependencies: ["ConduitLogCapture", "ConduitTesting",
                 "ConduitRelay", "Conduit", "ConduitCore", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

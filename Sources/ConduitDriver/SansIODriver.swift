@@ -35,6 +35,7 @@ public struct SansIODriver<Machine: SansIOMachine> {
     let wakeSink: AsyncStream<Void>.Continuation
     var tasks: [Task<Void, Never>] = []
     var closedWaiters: [CheckedContinuation<Void, Never>] = []
+    var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// A driver for `machine` over `link`, on `clock`.
     public init(
@@ -115,6 +116,22 @@ extension SansIODriverHost {
         await withCheckedContinuation { driver.closedWaiters.append($0) }
     }
 
+    /// Suspends until a pump round found nothing more to send (everything the machine had ready
+    /// was written), or the link closed: a flush, for drivers that want writes done before they
+    /// go on.
+    public func waitUntilPumpIdle() async {
+        guard !driver.linkIsClosed else { return }
+        wakePump()
+        await withCheckedContinuation { driver.idleWaiters.append($0) }
+    }
+
+    private func resumeIdleWaiters() {
+        guard !driver.idleWaiters.isEmpty else { return }
+        let waiters = driver.idleWaiters
+        driver.idleWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
     /// Gives up on the link now: the machine hears it closed, then the link closes.
     public func abandonLink() async {
         driver.machine.linkClosed()
@@ -166,6 +183,7 @@ extension SansIODriverHost {
                 driver.linkBytesSent &+= batch.byteCount
             }
             pumpRoundEnded()
+            resumeIdleWaiters()
             if driver.machine.isEnded {
                 await closeLink()
                 break
@@ -231,6 +249,7 @@ extension SansIODriverHost {
         await driver.link.close()
         driver.wakeSink.finish()
         linkDidClose()
+        resumeIdleWaiters()
         let waiters = driver.closedWaiters
         driver.closedWaiters.removeAll()
         for waiter in waiters { waiter.resume() }

@@ -77,19 +77,31 @@ public final class VirtualClock: ConduitClock {
     /// before time moves on. Time never goes back: an earlier `instant` changes nothing.
     public func advance(to instant: ConduitInstant) async {
         while true {
-            let woken: [Sleeper] = state.withLock { state in
-                guard let next = state.sleepers.values.map(\.deadline).min(), next <= instant else { return [] }
+            let (woken, remaining): ([Sleeper], Int) = state.withLock { state in
+                guard let next = state.sleepers.values.map(\.deadline).min(), next <= instant else { return ([], state.sleepers.count) }
                 state.now = max(state.now, next)
                 let due = state.sleepers.values.filter { $0.deadline <= next }.sorted { $0.order < $1.order }
                 for sleeper in due { state.sleepers[sleeper.order] = nil }
-                return due
+                return (due, state.sleepers.count)
             }
             if woken.isEmpty { break }
             for sleeper in woken { sleeper.continuation.resume() }
-            await settle()
+            await settle(untilMoreSleepersThan: remaining)
         }
         state.withLock { $0.now = max($0.now, instant) }
         await settle()
+    }
+
+    /// Moves time forward in steps of `step` until `condition` holds (checked before the first
+    /// step and after each) or `limit` of virtual time has passed; returns whether it held. What a
+    /// test of time-dependent behaviour waits with, instead of sleeping on the wall clock.
+    public func advance(by step: Duration, until condition: @Sendable () async -> Bool, limit: Duration) async -> Bool {
+        let end = now() + limit
+        while true {
+            if await condition() { return true }
+            if now() >= end { return false }
+            await advance(to: min(now() + step, end))
+        }
     }
 
     /// Lets tasks made runnable by a wake-up run to their next suspension. Other executors (a
@@ -98,7 +110,20 @@ public final class VirtualClock: ConduitClock {
         for _ in 0..<Self.settleYields { await Task.yield() }
     }
 
+    /// Yields until a woken task went back to sleep on this clock (a driver re-arming its timer:
+    /// the sign that what the wake-up set off has run), or a bounded number of times.
+    private func settle(untilMoreSleepersThan remaining: Int) async {
+        for _ in 0..<Self.maxSettleYields {
+            if sleeperCount > remaining { break }
+            await Task.yield()
+        }
+        await settle()
+    }
+
     /// How many times ``settle()`` yields: enough for the hops of a wake-up (timer → actor →
     /// pump → link → peer's reader) on the cooperative pool.
     static let settleYields = 64
+    /// The most a wake-up waits for its task to sleep again (one that does not re-arm, or that
+    /// waits on something else, is let go after this many yields).
+    static let maxSettleYields = 10_000
 }
