@@ -83,7 +83,8 @@ public struct ConduitRuntime: Sendable {
         }
         // A link that loses or reorders datagrams gets the core's reliability engine under the call.
         let link = await ReliableTransportLink.wrapIfNeeded(
-            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
+            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme,
+            clock: clock
         )
         let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme, clock: clock)
         // The greeting gets what the connect left of the one limit.
@@ -133,7 +134,8 @@ public final class CallListener: Sendable {
     public func accept() async throws(ConduitError) -> Call? {
         while let raw = try await listener.accept() {
             let link = await ReliableTransportLink.wrapIfNeeded(
-                raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme
+                raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme,
+                clock: clock
             )
             let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme, clock: clock)
             if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
