@@ -17,7 +17,7 @@ actor CallEngine: SessionEngine {
     var observer: SessionLayerObserver
 
     private let callEventSink = EventQueue<Call.Event>(capacity: 1_024, makeDropped: { .eventsDropped(count: $0) })
-    private var connectWaiter: CheckedContinuation<Void, any Error>?
+    var connectWaiter: CheckedContinuation<Void, any Error>?
 
     init(
         localPeer: PeerID, link: any TransportLink, configuration: ConduitConfiguration, observability: ConduitObservability = .disabled,
@@ -39,39 +39,13 @@ actor CallEngine: SessionEngine {
     /// Starts the reader and pump, and returns the call once both sides said hello.
     func establish(timeout: Duration) async throws(ConduitError) -> Call {
         observer.logger.debug("call handshake started")
-        startDriver()
-        let clock = driver.clock
-        let due = clock.now() + timeout
-        let timeoutTask = Task {
-            guard (try? await clock.sleep(until: due)) != nil else { return }
-            self.failConnect(ConduitError(.timedOut, "the peer did not complete the handshake within \(timeout)"))
-        }
-        defer { timeoutTask.cancel() }
-        do {
-            try await withCheckedThrowingContinuation { continuation in
-                if driver.machine.isConnected {
-                    continuation.resume()
-                } else if driver.machine.isEnded {
-                    continuation.resume(throwing: ConduitError(.connectionFailed, "the link closed during the handshake"))
-                } else {
-                    connectWaiter = continuation
-                }
-            }
-        } catch {
-            let failure = (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
-            observer.logger.info("call handshake failed", metadata: [ConduitObservability.MetadataKey.reason: "\(failure)"])
-            await abandonLink()
-            throw failure
+        try await startAndAwaitConnection(timeout: timeout, timedOut: "the peer did not complete the handshake", failedLog: "call handshake failed") {
+            driver.machine.isEnded ? ConduitError(.connectionFailed, "the link closed during the handshake") : nil
         }
         guard case .connected(let peer, let supported) = driver.machine.phase else {
             throw ConduitError(.connectionFailed, "the call ended during the handshake")
         }
         return Call(engine: self, localPeer: driver.machine.localPeer, remotePeer: peer, peerSupportsDataSessions: supported, events: callEventSink)
-    }
-
-    private func failConnect(_ error: ConduitError) {
-        connectWaiter?.resume(throwing: error)
-        connectWaiter = nil
     }
 
     // MARK: Events
@@ -83,8 +57,7 @@ actor CallEngine: SessionEngine {
             observer.logger.info("call connected", metadata: ["conduit.peerSupportsDataSessions": "\(supported)"])
             observer.connected()
             callEventSink.yield(.connected(peer: peer, isDataSessionSupported: supported))
-            connectWaiter?.resume()
-            connectWaiter = nil
+            connectSucceeded()
         case .disconnected(let reason):
             logEnd("call ended", reason: "\(reason)")
             failConnect(ConduitError(.connectionFailed, "the call ended during the handshake (\(reason))"))

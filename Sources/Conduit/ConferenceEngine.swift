@@ -31,7 +31,7 @@ actor ConferenceEngine: SessionEngine {
     var invitationState = ConferenceInvitationState()
 
     let eventSink = EventQueue<Conference.Event>(capacity: 1_024, makeDropped: { .eventsDropped(count: $0) })
-    private var connectWaiter: CheckedContinuation<Void, any Error>?
+    var connectWaiter: CheckedContinuation<Void, any Error>?
     private var endReason: (RelayDisconnectReason, String)?
 
     let channelMessages: AsyncStream<Conference.ChannelMessage>
@@ -66,36 +66,10 @@ actor ConferenceEngine: SessionEngine {
     /// Starts the loops and returns once the relay accepted the join (or throws why not).
     func establish(timeout: Duration) async throws(ConduitError) -> [PeerID] {
         observer.logger.debug("joining room")
-        startDriver()
-        let clock = driver.clock
-        let due = clock.now() + timeout
-        let timeoutTask = Task {
-            guard (try? await clock.sleep(until: due)) != nil else { return }
-            self.failConnect(ConduitError(.timedOut, "the relay did not answer the join within \(timeout)"))
-        }
-        defer { timeoutTask.cancel() }
-        do {
-            try await withCheckedThrowingContinuation { continuation in
-                if driver.machine.isConnected {
-                    continuation.resume()
-                } else if let endReason {
-                    continuation.resume(throwing: ConduitError(.connectionFailed, "join failed: \(endReason.1)"))
-                } else {
-                    connectWaiter = continuation
-                }
-            }
-        } catch {
-            let failure = (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
-            observer.logger.info("join failed", metadata: [ConduitObservability.MetadataKey.reason: "\(failure)"])
-            await abandonLink()
-            throw failure
+        try await startAndAwaitConnection(timeout: timeout, timedOut: "the relay did not answer the join", failedLog: "join failed") {
+            endReason.map { ConduitError(.connectionFailed, "join failed: \($0.1)") }
         }
         return peers
-    }
-
-    private func failConnect(_ error: ConduitError) {
-        connectWaiter?.resume(throwing: error)
-        connectWaiter = nil
     }
 
     // MARK: Events
@@ -106,8 +80,7 @@ actor ConferenceEngine: SessionEngine {
             observer.logger.info("joined room", metadata: ["conduit.peers": "\(peers.map(\.peer))"])
             observer.connected()
             eventSink.yield(.connected(peers: peers.map(\.peer)))
-            connectWaiter?.resume()
-            connectWaiter = nil
+            connectSucceeded()
         case .peersChanged(let joined, let left, let version):
             observer.logger.debug(
                 "room peers changed", metadata: ["conduit.joined": "\(joined.map(\.peer))", "conduit.left": "\(left.map(\.peer))", "conduit.version": "\(version)"]

@@ -14,6 +14,7 @@ protocol SessionMachine: SansIOMachine {
     mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult
     mutating func closeOutbound(_ key: SessionKey)
     func longestQueueingDelay(now: ConduitInstant) -> Duration
+    var isConnected: Bool { get }
 }
 
 extension CallMachine: SessionMachine {}
@@ -58,6 +59,8 @@ protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundDeliveri
     var sessions: SessionTables { get set }
     var observer: SessionLayerObserver { get set }
     var configuration: ConduitConfiguration { get }
+    /// Who waits in ``startAndAwaitConnection(timeout:timedOut:failedLog:failure:)``.
+    var connectWaiter: CheckedContinuation<Void, any Error>? { get set }
     /// The machine's counters as metrics, with what the driver and the engine counted.
     func metricsSnapshot() -> SessionLayerObserver.Snapshot
     /// Why creating a session for `key` failed, in words.
@@ -65,6 +68,47 @@ protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundDeliveri
 }
 
 extension SessionEngine {
+    // MARK: Start-up
+
+    /// Starts the driver and returns once the machine is connected; throws `failure()` if it
+    /// already failed, what ``failConnect(_:)`` is given, or `timedOut` after `timeout` on the
+    /// driver's clock (then the link is abandoned, after logging `failedLog`).
+    func startAndAwaitConnection(
+        timeout: Duration, timedOut: String, failedLog: Logger.Message, failure: () -> ConduitError?
+    ) async throws(ConduitError) {
+        startDriver()
+        let timer = driver.clock.after(timeout) { await self.failConnect(ConduitError(.timedOut, "\(timedOut) within \(timeout)")) }
+        defer { timer.cancel() }
+        do {
+            try await withCheckedThrowingContinuation { continuation in
+                if driver.machine.isConnected {
+                    continuation.resume()
+                } else if let failure = failure() {
+                    continuation.resume(throwing: failure)
+                } else {
+                    connectWaiter = continuation
+                }
+            }
+        } catch {
+            let failure = (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+            observer.logger.info(failedLog, metadata: [ConduitObservability.MetadataKey.reason: "\(failure)"])
+            await abandonLink()
+            throw failure
+        }
+    }
+
+    /// The machine connected: whoever waits to connect returns.
+    func connectSucceeded() {
+        connectWaiter?.resume()
+        connectWaiter = nil
+    }
+
+    /// Connecting failed: whoever waits to connect throws `error`.
+    func failConnect(_ error: ConduitError) {
+        connectWaiter?.resume(throwing: error)
+        connectWaiter = nil
+    }
+
     // MARK: Driver hooks
 
     func waitForInboundRoom() async { await waitUntilDrained() }

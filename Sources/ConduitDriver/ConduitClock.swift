@@ -43,3 +43,16 @@ public struct SystemMonotonicClock: ConduitClock {
         try await Task.sleep(for: delay)
     }
 }
+
+extension ConduitClock {
+    /// Runs `action` once `delay` has passed on this clock, unless the returned task is cancelled
+    /// first: the bound on a wait (cancel it once the wait is over), or a grace period.
+    @discardableResult
+    public func after(_ delay: Duration, _ action: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        let due = now() + delay
+        return Task {
+            guard (try? await sleep(until: due)) != nil else { return }
+            await action()
+        }
+    }
+}

@@ -225,12 +225,7 @@ extension SansIODriverHost {
     /// a broken transport); if it has not within the grace period, the link is gone.
     private func writeFailed() {
         guard !driver.machine.isEnded else { return }
-        let clock = driver.clock
-        let due = clock.now() + driver.writeFailureGrace
-        Task { [weak self] in
-            try? await clock.sleep(until: due)
-            await self?.endIfStillOpen()
-        }
+        driver.clock.after(driver.writeFailureGrace) { [weak self] in await self?.endIfStillOpen() }
     }
 
     private func endIfStillOpen() {

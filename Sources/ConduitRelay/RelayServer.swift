@@ -121,12 +121,7 @@ public actor RelayServer {
     /// Returns once every link closed, or after `limit`.
     private func waitUntilLinksClosed(limit: Duration) async {
         guard !links.isEmpty else { return }
-        let clock = self.clock
-        let due = clock.now() + limit
-        let limiter = Task { [weak self] in
-            guard (try? await clock.sleep(until: due)) != nil else { return }
-            await self?.releaseDrainedWaiters()
-        }
+        let limiter = clock.after(limit) { [weak self] in await self?.releaseDrainedWaiters() }
         await withCheckedContinuation { drainedWaiters.append($0) }
         limiter.cancel()
     }
@@ -243,12 +238,7 @@ public actor RelayServer {
                 // A receiver that stopped reading would hold its writer (and link) forever:
                 // after a grace period the link is closed under it.
                 if let link = links[id]?.link {
-                    let clock = self.clock
-                    let due = clock.now() + .seconds(2)
-                    Task {
-                        try? await clock.sleep(until: due)
-                        await self.forceClose(id, link)
-                    }
+                    clock.after(.seconds(2)) { await self.forceClose(id, link) }
                 }
             }
         }

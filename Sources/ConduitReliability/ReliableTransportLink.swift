@@ -97,8 +97,7 @@ public actor ReliableTransportLink: TransportLink {
         configuration: ReliableLink.Configuration,
         logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
-        transport: String = "unknown",
-        clock: (any ConduitClock)? = nil
+        transport: String = "unknown", clock: (any ConduitClock)? = nil
     ) async -> any TransportLink {
         guard !link.capabilities.isReliable || !link.capabilities.isOrdered else { return link }
         let wrapped = ReliableTransportLink(
@@ -187,12 +186,7 @@ public actor ReliableTransportLink: TransportLink {
     private func waitUntilQuiescent(limit: Duration) async {
         guard !isClosed, !innerEnded, !engine.isQuiescent else { return }
         wake()
-        let clock = self.clock
-        let due = clock.now() + limit
-        let waiter = Task { [weak self] in
-            guard (try? await clock.sleep(until: due)) != nil else { return }
-            await self?.releaseDrainWaiters()
-        }
+        let waiter = clock.after(limit) { [weak self] in await self?.releaseDrainWaiters() }
         await withCheckedContinuation { drainWaiters.append($0) }
         waiter.cancel()
     }

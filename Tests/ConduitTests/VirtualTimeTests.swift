@@ -26,11 +26,10 @@ struct VirtualTimeTests {
 
     @Test("rate cap on virtual time: 1 MiB at 8 Mbit/s raises tooLongQueuedData once, clears it once, and all of it arrives")
     func rateCapOnVirtualTime() async throws {
-        let clock = VirtualClock()
         var configuration = ConduitConfiguration.testDefaults
+        (configuration.queueDelayOn, configuration.queueDelayOff) = (.milliseconds(100), .milliseconds(20))
         configuration.rateLimit = .bitsPerSecond(8_000_000)
-        configuration.queueDelayOn = .milliseconds(100)
-        configuration.queueDelayOff = .milliseconds(20)
+        let clock = VirtualClock()
         let pair = try await CallPair.connect("virtual-rate-cap", configuration: configuration, clock: clock)
         let (outbound, inbound) = try await pair.open(400, .reliableBytes)
         let outboundEvents = Collected(outbound.events)
