@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CONDUIT_DOCS=1
 
 modules=(Conduit ConduitCore ConduitLoopback ConduitReliability ConduitUDP ConduitSRTP ConduitSCTP
-         ConduitKernelSCTP ConduitRelay ConduitConformance)
+         ConduitKernelSCTP ConduitRelay ConduitConformance ConduitDriver ConduitTesting)
 targets=()
 for module in "${modules[@]}"; do targets+=(--target "$module"); done
 

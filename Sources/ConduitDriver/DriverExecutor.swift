@@ -1,6 +1,6 @@
 public import ConduitCore
 
-/// The executor a driving actor runs on: the link's ``TransportLink/preferredExecutor`` when it
+/// The executor a driving actor runs on: the link's `TransportLink.preferredExecutor` when it
 /// has one (a UDP link's event loop, so a batch goes from socket to machine and back without a
 /// thread hop), else a default actor executor of its own. An actor returns
 /// ``unownedExecutor`` from its own `unownedExecutor`.

@@ -1,6 +1,6 @@
 public import ConduitCore
 
-/// One ``SansIOMachine`` over one `TransportLink`: the state of the one driver every engine
+/// One `SansIOMachine` over one `TransportLink`: the state of the one driver every engine
 /// shares (the call, the conference, the conformance suite's driver). The loops themselves are in
 /// ``SansIODriverHost``'s extension and run on the host actor, which owns this value.
 ///

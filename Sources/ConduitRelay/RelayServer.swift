@@ -18,7 +18,7 @@ import Darwin
 /// the machine's timeouts (peer-list flushes, vanish checks, invitation expiry) run on one
 /// deadline timer, not a tick.
 ///
-/// The per-link loops are not ``SansIODriver``s: that driver owns one machine per link, while the
+/// The per-link loops are not `SansIODriver`s: that driver owns one machine per link, while the
 /// relay's `RelayMachine` is one machine for every link (it routes between them), read and written
 /// per connection ID, and says what to do through actions rather than events.
 public actor RelayServer {

@@ -8,10 +8,10 @@ public import Logging
 /// `TransportLink` to the call above it: "the core supplies what a transport lacks".
 ///
 /// One actor per link. Three tasks feed it, each one hop per batch, never per packet: the reader
-/// (inner link → engine), the pump (engine → inner link) and one ``DeadlineTimer`` on the injected
+/// (inner link → engine), the pump (engine → inner link) and one `DeadlineTimer` on the injected
 /// clock for the engine's deadlines.
 ///
-/// It is not a ``SansIODriverHost``: it is a link itself, so the engine's output goes to an outer
+/// It is not a `SansIODriverHost`: it is a link itself, so the engine's output goes to an outer
 /// reader that pulls deliveries and an outer writer that pushes frames (with backpressure and a
 /// barrier before a goodbye), not to an adapter as events; a failed write ends the link at once
 /// (there is no goodbye below it to wait for); and closing drains acknowledgements rather than
