@@ -3,6 +3,8 @@ import PackageDescription
 
 /// Targets are split by capability, in the manner of swift-nio:
 /// - `ConduitCore`: sans-IO protocol logic (no sockets, clocks, C or Foundation).
+/// - `ConduitDriver`: the one driver of every sans-IO machine (read loop, pump, one deadline
+///   timer) on an injected clock; `ConduitTesting`: a virtual clock for host apps' tests.
 /// - `ConduitLoopback`: the in-process transport, the embedded default.
 /// - `Conduit`: the public, async API that hosts embed.
 /// - `ConduitConformance`: one behavioural suite that every transport must pass.
@@ -23,6 +25,8 @@ let package = Package(
         .library(name: "ConduitRooms", targets: ["ConduitRooms"]),
         .library(name: "ConduitRelayCore", targets: ["ConduitRelayCore"]),
         .library(name: "ConduitImpairment", targets: ["ConduitImpairment"]),
+        .library(name: "ConduitDriver", targets: ["ConduitDriver"]),
+        .library(name: "ConduitTesting", targets: ["ConduitTesting"]),
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
         .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
@@ -88,6 +92,18 @@ let package = Package(
             dependencies: ["ConduitCore", "ConduitRooms", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
+        // One driver for every sans-IO machine, on an injected clock (sockets come from the link).
+        .target(
+            name: "ConduitDriver",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        // For host apps' tests: a virtual clock to run calls and conferences on.
+        .target(
+            name: "ConduitTesting",
+            dependencies: ["ConduitCore", "ConduitDriver"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ConduitLoopback",
             dependencies: ["ConduitCore", "ConduitARQ", "ConduitImpairment"],
@@ -99,7 +115,7 @@ let package = Package(
         .target(
             name: "ConduitReliability",
             dependencies: [
-                "ConduitCore", "ConduitARQ", "ConduitRooms", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
+                "ConduitCore", "ConduitARQ", "ConduitDriver", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -159,7 +175,7 @@ let package = Package(
         .target(
             name: "Conduit",
             dependencies: [
-                "ConduitCore", "ConduitRooms", "ConduitLoopback", "ConduitReliability",
+                "ConduitCore", "ConduitRooms", "ConduitDriver", "ConduitLoopback", "ConduitReliability",
                 .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
@@ -172,7 +188,7 @@ let package = Package(
         .target(
             name: "ConduitRelay",
             dependencies: [
-                "ConduitCore", "ConduitRooms", "ConduitRelayCore",
+                "ConduitCore", "ConduitRooms", "ConduitRelayCore", "ConduitDriver",
                 "ConduitReliability",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -187,7 +203,7 @@ let package = Package(
         ),
         .target(
             name: "ConduitConformance",
-            dependencies: ["ConduitCore"],
+            dependencies: ["ConduitCore", "ConduitDriver"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -332,7 +348,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: ["ConduitLogCapture", 
+            dependencies: ["ConduitLogCapture", "ConduitTesting",
                 "ConduitRelay", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -353,7 +369,7 @@ let package = Package(
         .testTarget(
             name: "ConduitTests",
             dependencies: ["ConduitLogCapture", 
-                "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
+                "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitTesting", "ConduitLoopback",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

@@ -13,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CONDUIT_DOCS=1
 
-modules=(Conduit ConduitCore ConduitARQ ConduitRooms ConduitRelayCore ConduitImpairment ConduitLoopback ConduitReliability ConduitUDP ConduitSRTP ConduitSCTP
-         ConduitKernelSCTP ConduitRelay ConduitConformance)
+modules=(Conduit ConduitCore ConduitARQ ConduitRooms ConduitRelayCore ConduitImpairment ConduitDriver ConduitTesting
+         ConduitLoopback ConduitReliability ConduitUDP ConduitSRTP ConduitSCTP ConduitKernelSCTP ConduitRelay ConduitConformance)
 targets=()
 for module in "${modules[@]}"; do targets+=(--target "$module"); done
 

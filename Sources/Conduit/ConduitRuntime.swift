@@ -1,5 +1,6 @@
 public import ConduitCore
 import ConduitARQ
+public import ConduitDriver
 import ConduitReliability
 public import CoreMetrics
 public import Logging
@@ -25,6 +26,9 @@ public struct ConduitRuntime: Sendable {
     /// Where calls and conferences started from this runtime log and count
     /// (default: ``ConduitObservability/disabled``, nothing at all).
     public var observability: ConduitObservability
+    /// The clock calls and conferences started from this runtime run on (nil: the system's
+    /// monotonic clock). A test gives a `VirtualClock` (`ConduitTesting`) to run them on virtual time.
+    public var clock: (any ConduitClock)?
 
     /// A runtime with `configuration` and `registry`, silent (no logs, no metrics).
     public init(configuration: ConduitConfiguration = .init(), registry: TransportRegistry = .defaults) {
@@ -80,9 +84,10 @@ public struct ConduitRuntime: Sendable {
         }
         // A link that loses or reorders datagrams gets the core's reliability engine under the call.
         let link = await ReliableTransportLink.wrapIfNeeded(
-            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
+            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme,
+            clock: clock
         )
-        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme)
+        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme, clock: clock)
         // The greeting gets what the connect left of the one limit.
         return try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))
     }
@@ -97,7 +102,7 @@ public struct ConduitRuntime: Sendable {
         logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(peer)"
         logger[metadataKey: ConduitObservability.MetadataKey.transport] = "\(resolved.scheme)"
         logger.info("listening", metadata: ["conduit.url": "\(listener.localURL)"])
-        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability, observability: observability)
+        return CallListener(listener: listener, peer: peer, configuration: configuration, reliability: reliability, observability: observability, clock: clock)
     }
 }
 
@@ -108,8 +113,13 @@ public final class CallListener: Sendable {
     private let configuration: ConduitConfiguration
     private let reliability: ReliableLink.Configuration
     private let observability: ConduitObservability
+    private let clock: (any ConduitClock)?
 
-    init(listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration, observability: ConduitObservability) {
+    init(
+        listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration, observability: ConduitObservability,
+        clock: (any ConduitClock)?
+    ) {
+        self.clock = clock
         self.listener = listener
         self.peer = peer
         self.configuration = configuration
@@ -125,9 +135,10 @@ public final class CallListener: Sendable {
     public func accept() async throws(ConduitError) -> Call? {
         while let raw = try await listener.accept() {
             let link = await ReliableTransportLink.wrapIfNeeded(
-                raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme
+                raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme,
+                clock: clock
             )
-            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme)
+            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme, clock: clock)
             if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
         }
         return nil

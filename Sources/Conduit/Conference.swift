@@ -206,7 +206,8 @@ extension ConduitRuntime {
             try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
         }
         let link = await ReliableTransportLink.wrapIfNeeded(
-            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme
+            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme,
+            clock: clock
         )
         // The join goes as one datagram: say so here rather than let the link refuse it and close.
         let joinBytes = RoomControlFrame.join(room: room, peer: peer, dataSessionsSupported: true, token: Array(token.utf8)).encoded.count
@@ -218,7 +219,8 @@ extension ConduitRuntime {
             )
         }
         let engine = ConferenceEngine(
-            room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme
+            room: room, peer: peer, token: token, link: link, configuration: configuration, channels: channels, observability: observability, transport: resolved.scheme,
+            clock: clock
         )
         // The join gets what the connect left of the one limit.
         _ = try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))

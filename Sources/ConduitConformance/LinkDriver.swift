@@ -1,61 +1,33 @@
 import ConduitCore
+import ConduitDriver
 
-/// Runs a `CallMachine` over a real link with a real clock: just enough driver for the suite's
-/// call-level cases, independent of the `Conduit` runtime so a transport can be checked alone.
-actor LinkDriver {
-    private(set) var machine: CallMachine
-    private let link: any TransportLink
-    private let origin = ContinuousClock.now
+/// Runs a `CallMachine` over a real link with a real clock on the shared driver: just enough for
+/// the suite's call-level cases, independent of the `Conduit` runtime so a transport can be
+/// checked alone. Keeps every event, for the cases to wait on.
+actor LinkDriver: SansIODriverHost {
+    var driver: SansIODriver<CallMachine>
+    private nonisolated let executor: DriverExecutor
     private(set) var events: [CallEvent] = []
     private var waiters: [(id: Int, condition: @Sendable ([CallEvent]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextWaiterID = 0
-    private var tasks: [Task<Void, Never>] = []
 
     init(peer: PeerID, link: any TransportLink) {
-        self.link = link
-        machine = CallMachine(localPeer: peer, configuration: CallConfiguration(fragmentSize: link.capabilities.fragmentSize, rateLimit: .unlimited))
+        executor = DriverExecutor(for: link)
+        let machine = CallMachine(localPeer: peer, configuration: CallConfiguration(fragmentSize: link.capabilities.fragmentSize, rateLimit: .unlimited))
+        driver = SansIODriver(machine: machine, link: link, clock: SystemMonotonicClock())
     }
 
-    func now() -> ConduitInstant {
-        ConduitInstant(nanoseconds: UInt64(max(0, (ContinuousClock.now - origin).nanosecondsClamped)))
-    }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.unownedExecutor }
 
-    func start() {
-        tasks.append(Task { await self.readLoop() })
-        tasks.append(Task { await self.tick() })
-    }
+    var machine: CallMachine { driver.machine }
 
-    private func readLoop() async {
-        while let batch = try? await link.read() {
-            machine.handle(batch: batch, now: now())
-            collect()
-            await flush()
-        }
-        machine.linkClosed()
-        collect()
-    }
+    func start() { startDriver() }
 
-    /// Keeps timers honest without a scheduler: the suite's traffic is small and unpaced.
-    private func tick() async {
-        while !Task.isCancelled, !machine.isEnded {
-            machine.handleTimeout(now: now())
-            await flush()
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-    }
+    /// Returns once what the machine had ready is written.
+    func flush() async { await waitUntilPumpIdle() }
 
-    func flush() async {
-        while true {
-            var batch = DatagramBatch()
-            machine.pollTransmit(now: now(), into: &batch)
-            collect()
-            guard !batch.isEmpty else { return }
-            do { try await link.write(batch) } catch { return }
-        }
-    }
-
-    private func collect() {
-        while let event = machine.pollEvent() { events.append(event) }
+    func handle(_ event: CallEvent) {
+        events.append(event)
         let snapshot = events
         waiters.removeAll { waiter in
             guard waiter.condition(snapshot) else { return false }
@@ -84,15 +56,17 @@ actor LinkDriver {
         waiter.continuation.resume(returning: waiter.condition(events))
     }
 
+    /// Runs `body` on the machine at now, then hands its events out and flushes what it queued.
     func perform<R: Sendable>(_ body: (inout CallMachine, ConduitInstant) -> R) async -> R {
-        let result = body(&machine, now())
-        collect()
+        let current = now()
+        let result = body(&driver.machine, current)
+        machineEnqueued()
         await flush()
         return result
     }
 
     func stop() async {
-        for task in tasks { task.cancel() }
-        await link.close()
+        // A call that ended closes its link once its goodbye is out; otherwise close it now.
+        if driver.machine.isEnded { await waitUntilLinkClosed() } else { await closeLink() }
     }
 }

@@ -1,6 +1,7 @@
 public import ConduitCore
 import ConduitARQ
 public import ConduitRelayCore
+public import ConduitDriver
 import ConduitReliability
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,13 @@ import Darwin
 /// actor, never a hop per packet) and one writer task that takes the link's whole outbox per hop
 /// and writes it; a writer blocked on a slow link holds nobody else up, and the machine's
 /// per-receiver caps decide what happens to that receiver's queue meanwhile. Links that lose
-/// datagrams (UDP) get the reliability engine, as calls do.
+/// datagrams (UDP) get the reliability engine, as calls do. Time comes from an injected clock and
+/// the machine's timeouts (peer-list flushes, vanish checks, invitation expiry) run on one
+/// deadline timer, not a tick.
+///
+/// The per-link loops are not `SansIODriver`s: that driver owns one machine per link, while the
+/// relay's `RelayMachine` is one machine for every link (it routes between them), read and written
+/// per connection ID, and says what to do through actions rather than events.
 public actor RelayServer {
     /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public nonisolated let configuration: RelayConfiguration
@@ -23,8 +30,9 @@ public actor RelayServer {
     private var authority: RelayTokenAuthority
     private let registry: TransportRegistry
     private let wallClock: @Sendable () -> UInt64
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    private let clock: any ConduitClock
+    private var timer = DeadlineTimer()
+    private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
 
     private var listeners: [any TransportListener] = []
     private var links: [RelayConnectionID: LinkState] = [:]
@@ -47,26 +55,26 @@ public actor RelayServer {
     ///   - configuration: room caps, peer-list coalescing, per-receiver queue limits, invitation limits.
     ///   - registry: the transports ``listen(on:)`` resolves URLs with; share the peers' registry for loopback rooms.
     ///   - wallClock: Unix time in seconds, for token expiry (a parameter so tests can move it).
+    ///   - clock: the monotonic time the machine runs on (a `VirtualClock` in tests); by default the system's.
     public init(
         authority: RelayTokenAuthority,
         configuration: RelayConfiguration = .init(),
         registry: TransportRegistry,
-        wallClock: @escaping @Sendable () -> UInt64 = RelayServer.unixTime
+        wallClock: @escaping @Sendable () -> UInt64 = RelayServer.unixTime,
+        clock: any ConduitClock = SystemMonotonicClock()
     ) {
         self.configuration = configuration
         self.machine = RelayMachine(configuration: configuration)
         self.authority = authority
         self.registry = registry
         self.wallClock = wallClock
-        self.origin = clock.now
+        self.clock = clock
     }
 
     /// The system's wall clock in Unix seconds: the default `wallClock`, against which tokens expire.
     public static let unixTime: @Sendable () -> UInt64 = { UInt64(max(0, time(nil))) }
 
-    private func now() -> ConduitInstant {
-        ConduitInstant(nanoseconds: UInt64(max(0, origin.duration(to: clock.now).nanosecondsClamped)))
-    }
+    private func now() -> ConduitInstant { clock.now() }
 
     /// Starts listening on `url` (any registered transport) and returns the bound address.
     @discardableResult
@@ -77,7 +85,6 @@ public actor RelayServer {
         let listener = try await transport.listen(on: resolved.withoutReliableLinkOptions)
         listeners.append(listener)
         tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
-        if tasks.count == 1 { tasks.append(Task { await self.tick() }) }
         return listener.localURL
     }
 
@@ -100,7 +107,8 @@ public actor RelayServer {
         for id in links.keys.sorted() { machine.disconnect(id, .relayShutdown, "the relay is shutting down", now: current) }
         runActions()
         // Writers close their links once the goodbye is out; give them a moment.
-        for _ in 0..<100 where !links.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+        await waitUntilLinksClosed(limit: .seconds(1))
+        timer.cancel()
         for (id, state) in links {
             state.wake.finish()
             await state.link.close()
@@ -110,6 +118,20 @@ public actor RelayServer {
         links.removeAll()
         for task in tasks { task.cancel() }
         tasks.removeAll()
+    }
+
+    /// Returns once every link closed, or after `limit`.
+    private func waitUntilLinksClosed(limit: Duration) async {
+        guard !links.isEmpty else { return }
+        let limiter = clock.after(limit) { [weak self] in await self?.releaseDrainedWaiters() }
+        await withCheckedContinuation { drainedWaiters.append($0) }
+        limiter.cancel()
+    }
+
+    private func releaseDrainedWaiters() {
+        let waiters = drainedWaiters
+        drainedWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
     }
 
     // MARK: Links
@@ -133,6 +155,7 @@ public actor RelayServer {
             Task { await link.close() }
             return
         }
+        rearmTimer()
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         links[id] = LinkState(link: link, wake: wake)
         links[id]!.tasks = [
@@ -162,6 +185,7 @@ public actor RelayServer {
         state.wake.finish()
         machine.connectionClosed(id, now: now())
         runActions()
+        if links.isEmpty { releaseDrainedWaiters() }
     }
 
     private func writeLoop(_ id: RelayConnectionID, _ link: any TransportLink, _ wakeups: AsyncStream<Void>) async {
@@ -200,6 +224,7 @@ public actor RelayServer {
     // MARK: The machine's actions
 
     private func runActions() {
+        defer { rearmTimer() }
         while let action = machine.pollAction() {
             switch action {
             case .authorize(let id, let request):
@@ -215,25 +240,22 @@ public actor RelayServer {
                 // A receiver that stopped reading would hold its writer (and link) forever:
                 // after a grace period the link is closed under it.
                 if let link = links[id]?.link {
-                    Task {
-                        try? await Task.sleep(for: .seconds(2))
-                        await self.forceClose(id, link)
-                    }
+                    clock.after(.seconds(2)) { await self.forceClose(id, link) }
                 }
             }
         }
     }
 
-    /// Peer-list flushes and vanish checks, on a short tick.
-    private func tick() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(20))
-            guard !Task.isCancelled else { return }
-            let current = now()
-            if let due = machine.nextTimeout(), due <= current {
-                machine.handleTimeout(now: current)
-                runActions()
-            }
-        }
+    /// Arms the one timer for the machine's next timeout (peer-list flushes, vanish checks,
+    /// invitation expiry).
+    private func rearmTimer() {
+        guard !isShutDown, let due = machine.nextTimeout() else { return }
+        timer.arm(at: due, on: clock) { [weak self] generation in await self?.timerFired(generation) }
+    }
+
+    private func timerFired(_ generation: UInt64) {
+        guard timer.claim(generation) else { return }
+        machine.handleTimeout(now: now())
+        runActions()
     }
 }

@@ -1,19 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ConduitDriver
 
-/// The system's monotonic clock in nanoseconds: what the drivers pass to the sans-IO core as `now`.
-/// Read directly because turning a `ContinuousClock` reading into nanoseconds goes through
-/// `Duration`'s 128-bit arithmetic, which showed in profiles at one reading per message.
+/// The system's monotonic clock in nanoseconds: what the drivers pass to the sans-IO core as `now`
+/// (`SystemMonotonicClock.nanoseconds()` of `ConduitDriver`, kept under this name for source compatibility).
 public enum MonotonicClock {
     /// Now, in nanoseconds since an arbitrary point (`CLOCK_MONOTONIC`); never goes backwards.
-    public static func nanoseconds() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
-    }
+    public static func nanoseconds() -> UInt64 { SystemMonotonicClock.nanoseconds() }
 }

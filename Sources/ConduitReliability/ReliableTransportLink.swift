@@ -1,6 +1,7 @@
 public import ConduitCore
 public import ConduitARQ
 import ConduitRooms
+public import ConduitDriver
 public import CoreMetrics
 public import Logging
 
@@ -9,7 +10,14 @@ public import Logging
 /// `TransportLink` to the call above it: "the core supplies what a transport lacks".
 ///
 /// One actor per link. Three tasks feed it, each one hop per batch, never per packet: the reader
-/// (inner link → engine), the pump (engine → inner link) and a timer for the engine's deadlines.
+/// (inner link → engine), the pump (engine → inner link) and one `DeadlineTimer` on the injected
+/// clock for the engine's deadlines.
+///
+/// It is not a `SansIODriverHost`: it is a link itself, so the engine's output goes to an outer
+/// reader that pulls deliveries and an outer writer that pushes frames (with backpressure and a
+/// barrier before a goodbye), not to an adapter as events; a failed write ends the link at once
+/// (there is no goodbye below it to wait for); and closing drains acknowledgements rather than
+/// waiting for a machine to end. It shares the driver's clock, timer and executor.
 /// Frames from the call are put on channels by `LinkChannelMap` (one per data session, with
 /// the session type's delivery), so a lossy unreliable session never stalls a reliable one.
 ///
@@ -25,17 +33,17 @@ public actor ReliableTransportLink: TransportLink {
 
     private let inner: any TransportLink
     public nonisolated let preferredExecutor: (any SerialExecutor)?
-    /// Lends its default executor when the inner link has none.
-    private nonisolated let executorDonor = ExecutorDonor()
+    /// The inner link's executor, or a default one when it has none.
+    private nonisolated let executor: DriverExecutor
     private var engine: ReliableLink
-    /// ``MonotonicClock`` nanoseconds at creation: the engine's time zero.
-    private let origin = MonotonicClock.nanoseconds()
+    /// Where `now` comes from and where the timer and the drain limits sleep.
+    private let clock: any ConduitClock
 
     private var reader: CheckedContinuation<Void, Never>?
     private var writers: [CheckedContinuation<Void, Never>] = []
     private let wakeups: AsyncStream<Void>
     private let wakeSink: AsyncStream<Void>.Continuation
-    private var timer: (task: Task<Void, Never>, deadline: ConduitInstant)?
+    private var timer = DeadlineTimer()
     private var tasks: [Task<Void, Never>] = []
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     /// Set when the inner link ended (the peer closed it, or it failed) or idled out.
@@ -43,7 +51,6 @@ public actor ReliableTransportLink: TransportLink {
     private var closeReason: String?
     private var isClosed = false
     private var dueInARow = 0
-    private var timerGeneration: UInt64 = 0
     private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
     /// Lifecycle logs and the engine's counters as metrics.
     private var observer: ReliableLinkObserver
@@ -53,44 +60,51 @@ public actor ReliableTransportLink: TransportLink {
     static let maxFramesPerRead = Int.max
 
     /// Wraps `inner`. Logs its end through `logger` and counts retransmissions, losses and drops
-    /// through `metricsFactory` with the dimension `transport` (both silent by default).
+    /// through `metricsFactory` with the dimension `transport` (both silent by default). Runs on
+    /// `clock` (nil: the system's monotonic clock).
     public init(
         wrapping inner: any TransportLink,
         configuration: ReliableLink.Configuration,
         logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
-        transport: String = "unknown"
+        transport: String = "unknown",
+        clock: (any ConduitClock)? = nil
     ) {
         self.observer = ReliableLinkObserver(logger: logger, metricsFactory: metricsFactory, transport: transport, remote: inner.remoteDescription)
         var configuration = configuration
         configuration.maxDatagramSize = min(inner.capabilities.mtu, 65_535)
         self.inner = inner
         self.preferredExecutor = inner.preferredExecutor
+        self.executor = DriverExecutor(for: inner)
+        let clock = clock ?? SystemMonotonicClock()
+        self.clock = clock
         self.configuration = configuration
         self.remoteDescription = inner.remoteDescription
         let frame = configuration.maxFramePayload
         self.capabilities = TransportCapabilities(
             isReliable: true, isOrdered: true, supportsPartialReliability: true, maxDatagramSize: frame, mtu: frame
         )
-        self.engine = ReliableLink(configuration: configuration, now: .zero, crc32c: .hardware)
+        self.engine = ReliableLink(configuration: configuration, now: clock.now(), crc32c: .hardware)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
-        preferredExecutor?.asUnownedSerialExecutor() ?? executorDonor.unownedExecutor
+        executor.unownedExecutor
     }
 
     /// Wraps `link` unless it is already reliable and ordered; `logger`, `metricsFactory` and
-    /// `transport` as in ``init(wrapping:configuration:logger:metricsFactory:transport:)``.
+    /// `transport` and `clock` as in ``init(wrapping:configuration:logger:metricsFactory:transport:clock:)``.
     public static func wrapIfNeeded(
         _ link: any TransportLink,
         configuration: ReliableLink.Configuration,
         logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
-        transport: String = "unknown"
+        transport: String = "unknown", clock: (any ConduitClock)? = nil
     ) async -> any TransportLink {
         guard !link.capabilities.isReliable || !link.capabilities.isOrdered else { return link }
-        let wrapped = ReliableTransportLink(wrapping: link, configuration: configuration, logger: logger, metricsFactory: metricsFactory, transport: transport)
+        let wrapped = ReliableTransportLink(
+            wrapping: link, configuration: configuration, logger: logger, metricsFactory: metricsFactory, transport: transport, clock: clock
+        )
         await wrapped.start()
         return wrapped
     }
@@ -103,9 +117,7 @@ public actor ReliableTransportLink: TransportLink {
         scheduleTimer()
     }
 
-    private func now() -> ConduitInstant {
-        ConduitInstant(nanoseconds: MonotonicClock.nanoseconds() &- origin)
-    }
+    private func now() -> ConduitInstant { clock.now() }
 
     /// The engine's counters and congestion state.
     public var statistics: ReliableLink.Statistics { engine.statistics }
@@ -176,10 +188,7 @@ public actor ReliableTransportLink: TransportLink {
     private func waitUntilQuiescent(limit: Duration) async {
         guard !isClosed, !innerEnded, !engine.isQuiescent else { return }
         wake()
-        let waiter = Task { [weak self] in
-            try? await Task.sleep(for: limit)
-            await self?.releaseDrainWaiters()
-        }
+        let waiter = clock.after(limit) { [weak self] in await self?.releaseDrainWaiters() }
         await withCheckedContinuation { drainWaiters.append($0) }
         waiter.cancel()
     }
@@ -202,8 +211,7 @@ public actor ReliableTransportLink: TransportLink {
         // Whether the peer ended the link first (then that end was logged): decided before the
         // await, during which the read loop sees this side's own close end the inner link.
         let endedByPeer = innerEnded
-        timer?.task.cancel()
-        timer = nil
+        timer.cancel()
         wakeSink.finish()
         await inner.close()
         observer.export(engine.statistics)
@@ -260,24 +268,12 @@ public actor ReliableTransportLink: TransportLink {
         // A deadline that stays due after its timeouts ran would spin the pump; sleep a moment.
         let wakeAt = dueInARow >= 64 ? current + .milliseconds(1) : deadline
         dueInARow = 0
-        if let armed = timer, armed.deadline <= wakeAt { return }
-        timer?.task.cancel()
-        let delay = wakeAt - current
-        timerGeneration &+= 1
-        let generation = timerGeneration
-        let task = Task { [weak self] in
-            try? await Task.sleep(for: delay)
-            guard !Task.isCancelled else { return }
-            await self?.timerFired(generation: generation)
-        }
-        timer = (task, wakeAt)
+        timer.arm(at: wakeAt, on: clock) { [weak self] generation in await self?.timerFired(generation: generation) }
     }
 
     private func timerFired(generation: UInt64) {
         // A timer cancelled after its sleep ended may still get here: only the armed one counts.
-        guard generation == timerGeneration else { return }
-        timer = nil
-        guard !isClosed, !innerEnded else { return }
+        guard timer.claim(generation), !isClosed, !innerEnded else { return }
         runTimeouts(now: now())
         scheduleTimer()
     }
@@ -301,8 +297,7 @@ public actor ReliableTransportLink: TransportLink {
         if !isClosed { closeReason = reason }
         observer.export(engine.statistics)
         if !isClosed { observer.logEnd(engine.statistics, reason: reason) }
-        timer?.task.cancel()
-        timer = nil
+        timer.cancel()
         wakeSink.finish()
         let inner = self.inner
         Task { await inner.close() }
@@ -332,7 +327,3 @@ public actor ReliableTransportLink: TransportLink {
         releaseDrainWaiters()
     }
 }
-
-/// An actor with nothing in it, whose default executor an actor with a custom executor borrows
-/// when it has no better one (SE-0392's executor sharing).
-actor ExecutorDonor {}

@@ -1,4 +1,5 @@
 import Conduit
+import ConduitTesting
 import Synchronization
 import Testing
 import ConduitImpairment
@@ -178,10 +179,13 @@ struct CallPair {
         query: String = "",
         configuration: ConduitConfiguration = .testDefaults,
         calleeConfiguration: ConduitConfiguration? = nil,
+        clock: VirtualClock? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> CallPair {
         let url = "loopback://\(name)\(query)"
-        let runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        var callerRuntime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        callerRuntime.clock = clock
+        let runtime = callerRuntime
         var calleeRuntime = runtime
         calleeRuntime.configuration = calleeConfiguration ?? configuration
         let listener = try await calleeRuntime.listen(on: url, as: "bob")

@@ -1,0 +1,267 @@
+import ConduitCore
+import ConduitRooms
+import ConduitDriver
+import Logging
+
+/// The data-session half that the call and conference machines share, method for method: what
+/// ``SessionEngine`` needs of a machine.
+protocol SessionMachine: SansIOMachine {
+    mutating func makeOutbound(_ key: SessionKey, type: SessionType, now: ConduitInstant) -> DataSessionFailReason
+    func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason?
+    mutating func makeInbound(_ key: SessionKey, expectedType: SessionType?) -> DataSessionFailReason
+    func inboundType(_ key: SessionKey) -> SessionType?
+    func isInboundAccepted(_ key: SessionKey) -> Bool
+    mutating func unsupportInbound(_ key: SessionKey)
+    mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult
+    mutating func closeOutbound(_ key: SessionKey)
+    func longestQueueingDelay(now: ConduitInstant) -> Duration
+    var isConnected: Bool { get }
+}
+
+extension CallMachine: SessionMachine {}
+extension ConferenceMachine: SessionMachine {}
+
+/// The app's side of the data sessions of one engine: the session objects by key, and the senders
+/// waiting for queue room.
+struct SessionTables {
+    var outbound: [SessionKey: OutboundDataSession] = [:]
+    var inbound: [SessionKey: InboundDataSession] = [:] {
+        didSet { lastReceiving = nil }
+    }
+    /// The session the last message went to: consecutive messages mostly go to the same one,
+    /// and looking it up hashed its key once per message. Forgotten whenever the table changes.
+    private var lastReceiving: (key: SessionKey, session: InboundDataSession)?
+    var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
+    /// `tooLongQueuedData(enabled: true)` events so far (for metrics).
+    var queueDelayAlerts = 0
+
+    mutating func receiving(_ key: SessionKey) -> InboundDataSession? {
+        if let last = lastReceiving, last.key == key { return last.session }
+        guard let found = inbound[key] else { return nil }
+        lastReceiving = (key, found)
+        return found
+    }
+
+    mutating func resumeSenders(_ key: SessionKey) {
+        guard let waiters = sendWaiters.removeValue(forKey: key) else { return }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    mutating func resumeAllSenders() {
+        for waiters in sendWaiters.values { for waiter in waiters { waiter.resume() } }
+        sendWaiters.removeAll()
+    }
+}
+
+/// An engine (``CallEngine``, ``ConferenceEngine``): a ``SansIODriverHost`` that adapts its
+/// machine's events to API objects. Everything about data sessions, metrics and the end log is
+/// here, once; the engines keep their control planes (handshake, rooms, tracks, channels).
+protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundDelivering where Machine: SessionMachine {
+    var sessions: SessionTables { get set }
+    var observer: SessionLayerObserver { get set }
+    var configuration: ConduitConfiguration { get }
+    /// Who waits in ``startAndAwaitConnection(timeout:timedOut:failedLog:failure:)``.
+    var connectWaiter: CheckedContinuation<Void, any Error>? { get set }
+    /// The machine's counters as metrics, with what the driver and the engine counted.
+    func metricsSnapshot() -> SessionLayerObserver.Snapshot
+    /// Why creating a session for `key` failed, in words.
+    func explain(_ reason: DataSessionFailReason, key: SessionKey) -> String
+}
+
+extension SessionEngine {
+    // MARK: Start-up
+
+    /// Starts the driver and returns once the machine is connected; throws `failure()` if it
+    /// already failed, what ``failConnect(_:)`` is given, or `timedOut` after `timeout` on the
+    /// driver's clock (then the link is abandoned, after logging `failedLog`).
+    func startAndAwaitConnection(
+        timeout: Duration, timedOut: String, failedLog: Logger.Message, failure: () -> ConduitError?
+    ) async throws(ConduitError) {
+        startDriver()
+        let timer = driver.clock.after(timeout) { await self.failConnect(ConduitError(.timedOut, "\(timedOut) within \(timeout)")) }
+        defer { timer.cancel() }
+        do {
+            try await withCheckedThrowingContinuation { continuation in
+                if driver.machine.isConnected {
+                    continuation.resume()
+                } else if let failure = failure() {
+                    continuation.resume(throwing: failure)
+                } else {
+                    connectWaiter = continuation
+                }
+            }
+        } catch {
+            let failure = (error as? ConduitError) ?? ConduitError(.connectionFailed, "\(error)")
+            observer.logger.info(failedLog, metadata: [ConduitObservability.MetadataKey.reason: "\(failure)"])
+            await abandonLink()
+            throw failure
+        }
+    }
+
+    /// The machine connected: whoever waits to connect returns.
+    func connectSucceeded() {
+        connectWaiter?.resume()
+        connectWaiter = nil
+    }
+
+    /// Connecting failed: whoever waits to connect throws `error`.
+    func failConnect(_ error: ConduitError) {
+        connectWaiter?.resume(throwing: error)
+        connectWaiter = nil
+    }
+
+    // MARK: Driver hooks
+
+    func waitForInboundRoom() async { await waitUntilDrained() }
+
+    func pumpRoundEnded() { exportMetrics() }
+
+    func linkWillClose() {
+        // Exported before the close's suspension: whoever sees the engine ended sees its metrics.
+        exportMetrics()
+        observer.ended()
+    }
+
+    func linkDidClose() {
+        // Sessions hold the engine; forgetting them breaks the cycle so an ended engine is freed.
+        // Their final events were dispatched when the machine ended.
+        sessions.outbound.removeAll()
+        sessions.inbound.removeAll()
+    }
+
+    /// Hands the statistics gathered since the last export to the metrics (a batch per pump
+    /// round, never per message; nothing at all with the no-op factory).
+    func exportMetrics() {
+        guard observer.isCounting else { return }
+        observer.export(metricsSnapshot())
+        if !driver.linkIsClosed { observer.recordQueueDelay(driver.machine.longestQueueingDelay(now: now())) }
+    }
+
+    /// The end, at `info`, with what was carried and dropped.
+    func logEnd(_ message: Logger.Message, reason: String, metadata extra: Logger.Metadata = [:]) {
+        let snapshot = metricsSnapshot()
+        let metadata: Logger.Metadata = [
+            ConduitObservability.MetadataKey.reason: "\(reason)",
+            "conduit.messagesSent": "\(snapshot.messagesSent)",
+            "conduit.bytesSent": "\(snapshot.bytesSent)",
+            "conduit.messagesReceived": "\(snapshot.messagesReceived)",
+            "conduit.bytesReceived": "\(snapshot.bytesReceived)",
+            "conduit.dropped": "\(snapshot.drops.reduce(0, +))",
+        ]
+        observer.logger.info(message, metadata: metadata.merging(extra) { $1 })
+    }
+
+    // MARK: Session events
+
+    func received(_ key: SessionKey, _ delivery: InboundDelivery, from sender: PeerID? = nil) {
+        guard let session = sessions.receiving(key) else { return }
+        switch delivery {
+        case .message(let bytes, let timestamp): deliver(.message(.init(bytes: bytes, timestamp: timestamp, sender: sender)), to: session)
+        case .fragment(let fragment): deliver(.fragment(fragment), to: session)
+        }
+    }
+
+    func inboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) {
+        guard let session = sessions.inbound[key] else { return }
+        observer.logger.debug("inbound data session closed", metadata: Self.metadata(key, reason))
+        deliver(.closed(reason), to: session)
+    }
+
+    func outboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) {
+        observer.logger.debug("outbound data session closed", metadata: Self.metadata(key, reason))
+        if let session = sessions.outbound[key] {
+            session.eventSink.yield(.closed(reason))
+            session.eventSink.finish()
+        }
+        sessions.resumeSenders(key)
+    }
+
+    func queueDelayChanged(_ key: SessionKey, tooLong enabled: Bool) {
+        if enabled { sessions.queueDelayAlerts += 1 }
+        observer.logger.debug("queueing delay \(enabled ? "too long" : "back to normal")", metadata: SessionLayerObserver.metadata(key))
+        sessions.outbound[key]?.eventSink.yield(.tooLongQueuedData(enabled: enabled))
+    }
+
+    private static func metadata(_ key: SessionKey, _ reason: DataSessionCloseReason) -> Logger.Metadata {
+        SessionLayerObserver.metadata(key).merging([ConduitObservability.MetadataKey.reason: "\(reason)"]) { $1 }
+    }
+
+    // MARK: App operations
+
+    func makeOutbound(_ key: SessionKey, type: SessionType) throws(ConduitError) -> OutboundDataSession {
+        let current = now()
+        let reason = driver.machine.makeOutbound(key, type: type, now: current)
+        guard reason == .none else { throw .creationFailed(reason, explain(reason, key: key)) }
+        let session = OutboundDataSession(key: key, type: type, engine: self)
+        sessions.outbound[key] = session
+        observer.logger.debug("outbound data session opened", metadata: SessionLayerObserver.metadata(key, type: type))
+        wakePump()
+        return session
+    }
+
+    func outboundSession(_ key: SessionKey) -> OutboundDataSession? { sessions.outbound[key] }
+
+    func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { driver.machine.outboundCloseReason(key) }
+
+    func makeInbound(_ key: SessionKey, expecting type: SessionType?) throws(ConduitError) -> InboundDataSession {
+        guard key.streamID.isValid else { throw .creationFailed(.invalidId, explain(.invalidId, key: key)) }
+        let announced = driver.machine.inboundType(key)
+        let session = InboundDataSession(key: key, type: announced ?? type ?? .reliableMessage, bufferBytes: configuration.inboundBufferBytes)
+        let previous = sessions.inbound[key]
+        if !driver.machine.isInboundAccepted(key) { sessions.inbound[key] = session }
+        let reason = driver.machine.makeInbound(key, expectedType: type)
+        guard reason == .none else {
+            sessions.inbound[key] = previous
+            throw .creationFailed(reason, explain(reason, key: key))
+        }
+        observer.logger.debug("inbound data session opened", metadata: SessionLayerObserver.metadata(key, type: session.type))
+        dispatchEvents()
+        return session
+    }
+
+    func inboundSession(_ key: SessionKey) -> InboundDataSession? { sessions.inbound[key] }
+
+    func unsupportInbound(_ key: SessionKey) {
+        observer.logger.debug("inbound data session unsupported", metadata: SessionLayerObserver.metadata(key))
+        driver.machine.unsupportInbound(key)
+        dispatchEvents()
+        sessions.inbound[key] = nil
+        wakePump()
+    }
+
+    func send(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, wait: Bool) async throws(ConduitError) -> Bool {
+        while true {
+            let current = now()
+            switch driver.machine.enqueue(key, bytes: bytes, timestamp: timestamp, now: current) {
+            case .queued:
+                machineEnqueued()
+                return true
+            case .failed(let error):
+                throw error
+            case .queueFull:
+                dispatchEvents()
+                rearmTimer()
+                guard wait else { return false }
+                await withCheckedContinuation { sessions.sendWaiters[key, default: []].append($0) }
+            }
+        }
+    }
+
+    func closeOutbound(_ key: SessionKey) {
+        driver.machine.closeOutbound(key)
+        machineChanged()
+    }
+
+    /// Why creating a session failed, for the reasons every engine words alike (nil for `internal`,
+    /// which depends on the engine's state).
+    static func explainCommon(_ reason: DataSessionFailReason, key: SessionKey) -> String? {
+        switch reason {
+        case .none: "created"
+        case .invalidId: "stream ID \(key.streamID) is outside 100...999"
+        case .alreadyExist: "a session for \(key) already exists in this direction"
+        case .notIncoming: "no dataSessionIncoming event was received for \(key)"
+        case .invalidType: "the session type does not match the type the sender announced for \(key)"
+        case .internal: nil
+        }
+    }
+}

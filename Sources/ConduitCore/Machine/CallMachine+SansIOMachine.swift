@@ -1,0 +1,4 @@
+/// A call already has the whole contract (`deadlines(now:)` gives transmit and timeout apart).
+extension CallMachine: SansIOMachine {
+    public typealias Event = CallEvent
+}

@@ -1,0 +1,25 @@
+public import ConduitCore
+
+/// The executor a driving actor runs on: the link's `TransportLink.preferredExecutor` when it
+/// has one (a UDP link's event loop, so a batch goes from socket to machine and back without a
+/// thread hop), else a default actor executor of its own. An actor returns
+/// ``unownedExecutor`` from its own `unownedExecutor`.
+public final class DriverExecutor: Sendable {
+    private let preferred: (any SerialExecutor)?
+    /// Lends its default executor when the link has none.
+    private let donor = ExecutorDonor()
+
+    /// The executor for an actor that drives `link`.
+    public init(for link: any TransportLink) {
+        preferred = link.preferredExecutor
+    }
+
+    /// The link's executor, or the default one lent here.
+    public var unownedExecutor: UnownedSerialExecutor {
+        preferred?.asUnownedSerialExecutor() ?? donor.unownedExecutor
+    }
+}
+
+/// An actor with nothing in it, whose default executor an actor with a custom executor borrows
+/// when it has no better one (SE-0392's executor sharing).
+actor ExecutorDonor {}
