@@ -205,7 +205,8 @@ extension SansIODriverHost {
             // Already due (time passed since the last poll): go round again rather than sleep.
             if transmit > current { due = due.map { min($0, transmit) } ?? transmit } else { wakePump() }
         }
-        guard let due else { return }
+        // Armed for then or earlier already: nothing to do (and no closure to make, per send).
+        guard let due, driver.timer.deadline.map({ due < $0 }) ?? true else { return }
         let clock = driver.clock
         driver.timer.arm(at: due, on: clock) { [weak self] generation in await self?.timerFired(generation) }
     }

@@ -58,4 +58,31 @@ struct ConferenceVirtualTimeTests {
         await bob.leave()
         await room.server.shutdown()
     }
+
+    @Test("the relay's peer-list coalescing runs on its injected clock: a join reaches the room once the interval passed on it")
+    func peerListOnVirtualTime() async throws {
+        let clock = VirtualClock()
+        var relay = RelayConfiguration()
+        relay.peerListBaseInterval = .milliseconds(500)
+        relay.peerListMaxInterval = .milliseconds(500)
+        relay.vanishTimeout = .seconds(3_600)
+        var configuration = ConduitConfiguration()
+        configuration.rateLimit = .unlimited
+        let runtime = ConduitRuntime(configuration: configuration)
+        let server = RelayServer(authority: RelayTokenAuthority(secret: LoopbackRoom.secret), configuration: relay, registry: runtime.registry, clock: clock)
+        let bound = try await server.listen(on: "loopback://relay-virtual-peer-list")
+        let room = LoopbackRoom(runtime: runtime, server: server, url: bound.description)
+        let (alice, aliceLog) = try await room.join("alice")
+        let (bob, _) = try await room.join("bob")
+
+        // No relay time has passed: bob's join is still being coalesced.
+        await clock.settle()
+        #expect(!aliceLog.all.contains { $0.joinedPeers == ["bob"] })
+        let heard = await clock.advance(by: .milliseconds(50), until: { aliceLog.all.contains { $0.joinedPeers == ["bob"] } }, limit: .seconds(2))
+        #expect(heard)
+        #expect(clock.now() >= .zero + .milliseconds(500))
+        await alice.leave()
+        await bob.leave()
+        await server.shutdown()
+    }
 }
