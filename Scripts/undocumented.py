@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 PRODUCT_MODULES = [
     "Conduit", "ConduitCore", "ConduitLoopback", "ConduitReliability", "ConduitUDP",
     "ConduitSRTP", "ConduitSCTP", "ConduitKernelSCTP", "ConduitRelay", "ConduitConformance",
-    "ConduitDriver", "ConduitTesting",
+    "ConduitDriver", "ConduitTesting", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
 ]
 
 
