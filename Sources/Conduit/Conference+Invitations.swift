@@ -42,7 +42,7 @@ extension Conference {
 
     /// Events of invitations this side made or received. Bounded (8,192 unread) but never
     /// silently: an event that finds it full is counted (``droppedInvitationMessages``,
-    /// ``InvitationEvents/droppedCount``) and reported on ``events`` as
+    /// ``NotificationStream/droppedCount``) and reported on ``events`` as
     /// ``Event/invitationEventsDropped(count:)``. One consumer; every call returns the same stream.
     public var invitationEvents: InvitationEvents { engine.invitationEvents.stream }
 
