@@ -28,21 +28,22 @@ public final class Call: Sendable {
     public let remotePeer: PeerID
     /// Whether the peer supports data sessions (`isDataSessionSupported` of the connected event).
     public let isPeerDataSessionSupported: Bool
+    /// What ``events`` yields: a ``NotificationStream``, bounded, with every drop counted.
+    public typealias Events = NotificationStream<Event>
+
     /// Call events, starting with `.connected`. Bounded (1,024 unread) but never silently: events
     /// that find it full are counted and reported by one ``Event/eventsDropped(count:)`` where
     /// they were lost.
-    public let events: AsyncStream<Event>
-    private let eventQueue: EventQueue<Event>
+    public let events: Events
 
     /// Events lost because ``events`` was not read (see ``Event/eventsDropped(count:)``), in total.
-    public var droppedEventCount: Int { eventQueue.droppedCount }
+    public var droppedEventCount: Int { events.droppedCount }
 
     init(engine: CallEngine, localPeer: PeerID, remotePeer: PeerID, peerSupportsDataSessions: Bool, events: EventQueue<Event>) {
         self.engine = engine
         self.localPeer = localPeer
         self.remotePeer = remotePeer
         self.isPeerDataSessionSupported = peerSupportsDataSessions
-        self.eventQueue = events
         self.events = events.stream
     }
 

@@ -18,7 +18,7 @@ import Foundation
 /// | `queueDelayOnMs` | `CONDUIT_QUEUE_DELAY_ON_MS` | `tooLongQueuedData(true)` threshold | 500 |
 /// | `queueDelayOffMs` | `CONDUIT_QUEUE_DELAY_OFF_MS` | `tooLongQueuedData(false)` threshold | 100 |
 /// | `maxPendingInboundBytes` | `CONDUIT_MAX_PENDING_INBOUND_BYTES` | held per announced stream before the app accepts it | 1 MiB |
-/// | `inboundBufferBytes` | `CONDUIT_INBOUND_BUFFER_BYTES` | received bytes buffered per inbound session before backpressure | 4 MiB |
+/// | `inboundBufferBytes` | `CONDUIT_INBOUND_BUFFER_BYTES` | received bytes buffered per inbound session (and per track, and for channel messages) before backpressure | 4 MiB |
 /// | `maxIncompleteMessages` | `CONDUIT_MAX_INCOMPLETE_MESSAGES` | reassembly cap per peer | 64 |
 /// | `maxReassemblyBytes` | `CONDUIT_MAX_REASSEMBLY_BYTES` | reassembly byte cap per peer | 16 MiB |
 /// | `incompleteTimeoutMs` | `CONDUIT_INCOMPLETE_TIMEOUT_MS` | unreliable reassembly timeout | 3000 |
@@ -37,7 +37,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
     public var queueDelayOff: Duration = .milliseconds(100)
     /// Bytes held for a stream the peer announced before the app makes its inbound session (`maxPendingInboundBytes`); more is dropped and counted.
     public var maxPendingInboundBytes = 1024 * 1024
-    /// Received bytes buffered per inbound session before the transport stops reading (`inboundBufferBytes`): the receive side's backpressure.
+    /// Received bytes buffered per inbound session, per subscribed data track and for labeled-channel messages before the link stops being read (`inboundBufferBytes`): the receive side's backpressure (see <doc:StreamsAndBackpressure>).
     public var inboundBufferBytes = 4 * 1024 * 1024
     /// Reassembly caps per peer: incomplete messages, buffered bytes, and how long an incomplete unreliable message may wait (`maxIncompleteMessages`, `maxReassemblyBytes`, `incompleteTimeoutMs`).
     public var reassembly = Reassembler.Configuration()

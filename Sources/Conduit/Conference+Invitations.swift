@@ -38,8 +38,14 @@ public struct InvitationOutcome: Hashable, Sendable {
 /// `unknownInvitation`, `invitationEnded`, `alreadyAnswered`, `notInvitee`, ...), or
 /// `notConnected` if the conference ends first.
 extension Conference {
-    /// Events of invitations this side made or received (one consumer; bounded).
-    public var invitationEvents: AsyncStream<InvitationEvent> { engine.invitationChannel.stream }
+    /// What ``invitationEvents`` yields: a ``NotificationStream``, bounded, with every drop counted.
+    public typealias InvitationEvents = NotificationStream<InvitationEvent>
+
+    /// Events of invitations this side made or received. Bounded (8,192 unread) but never
+    /// silently: an event that finds it full is counted (``droppedInvitationMessages``,
+    /// ``NotificationStream/droppedCount``) and reported on ``events`` as
+    /// ``Event/invitationEventsDropped(count:)``. One consumer; every call returns the same stream.
+    public var invitationEvents: InvitationEvents { engine.invitationEvents.stream }
 
     /// Invites `peers`. `timeout` is rounded up to whole seconds (the wire's unit); `.zero` means
     /// never. With `onlineOnly`, peers not on the relay now are left out (listed in the receipt),

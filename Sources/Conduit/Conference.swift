@@ -46,7 +46,14 @@ public final class Conference: Sendable {
         /// others waited; delivered in their place once the reader caught up.
         /// ``Conference/droppedEventCount`` has the total. (`.disconnected` is never dropped.)
         case eventsDropped(count: Int)
+        /// `count` invitation events were lost because ``Conference/invitationEvents`` was not
+        /// read while 8,192 others waited (they are also counted in
+        /// ``Conference/droppedInvitationMessages``).
+        case invitationEventsDropped(count: Int)
     }
+
+    /// What ``events`` yields: a ``NotificationStream``, bounded, with every drop counted.
+    public typealias Events = NotificationStream<Event>
 
     let engine: ConferenceEngine
     /// The room this conference joined.
@@ -55,10 +62,10 @@ public final class Conference: Sendable {
     public let localPeer: PeerID
     /// Bounded (1,024 unread) but never silently: events that find it full are counted and
     /// reported by one ``Event/eventsDropped(count:)`` where they were lost.
-    public let events: AsyncStream<Event>
+    public let events: Events
 
     /// Events lost because ``events`` was not read (see ``Event/eventsDropped(count:)``), in total.
-    public var droppedEventCount: Int { engine.eventSink.droppedCount }
+    public var droppedEventCount: Int { events.droppedCount }
 
     init(engine: ConferenceEngine, room: RoomID, localPeer: PeerID) {
         self.engine = engine
@@ -155,8 +162,14 @@ public final class Conference: Sendable {
         public var message: ArraySlice<UInt8> { data.dropFirst(headerLength) }
     }
 
-    /// Messages on every labeled channel this side receives on, in arrival order.
-    public var channelMessages: AsyncStream<ChannelMessage> { engine.channelMessages }
+    /// What ``channelMessages`` yields: a ``DataStream``, backpressured down to the transport.
+    public typealias ChannelMessages = DataStream<ChannelMessage>
+
+    /// Messages on every labeled channel this side receives on, in arrival order. Backpressured:
+    /// up to `inboundBufferBytes` wait unread, then the link to the relay stops being read (the
+    /// relay queues for this side, up to its own limit); never dropped. One consumer at a time;
+    /// every call returns the same stream.
+    public var channelMessages: ChannelMessages { DataStream(engine.channelMessages) }
 
     /// The channels the relay confirmed (empty until `.channelsReady`).
     public var channels: [ChannelLabel: ChannelInfo] { get async { await engine.channels } }
@@ -258,16 +271,24 @@ public final class LocalDataTrack: Sendable {
 /// order the track's reliability allows; the sequence ends when the track is unpublished, the
 /// subscription ends or the conference does.
 public final class RemoteDataTrack: Sendable {
+    /// What ``messages`` yields: a ``DataStream``, backpressured down to the transport.
+    public typealias Messages = DataStream<[UInt8]>
+
     /// The track's name.
     public let name: ChannelLabel
     /// The peer that publishes the track.
     public let publisher: PeerID
-    /// The track's messages, starting with the first one sent after the subscription; ends with the track, the subscription or the conference.
-    public let messages: AsyncStream<[UInt8]>
+    /// The track's messages, starting with the first one sent after the subscription; ends with
+    /// the track, the subscription or the conference. Backpressured: up to `inboundBufferBytes`
+    /// wait unread, then the link to the relay stops being read; never dropped. One consumer.
+    public let messages: Messages
+    /// The engine's side of ``messages``.
+    let channel: AsyncBoundedChannel<[UInt8]>
 
-    init(name: ChannelLabel, publisher: PeerID, messages: AsyncStream<[UInt8]>) {
+    init(name: ChannelLabel, publisher: PeerID, bufferBytes: Int) {
         self.name = name
         self.publisher = publisher
-        self.messages = messages
+        self.channel = .received(capacity: bufferBytes) { $0.count }
+        self.messages = DataStream(channel)
     }
 }

@@ -2,18 +2,6 @@ import ConduitCore
 import ConduitRooms
 import DequeModule
 
-/// The invitation events of one conference link, as a stream the app reads (bounded: if never
-/// read, the newest are dropped once ``capacity`` are waiting).
-final class InvitationEventChannel: Sendable {
-    static let capacity = 8_192
-    let stream: AsyncStream<InvitationEvent>
-    let sink: AsyncStream<InvitationEvent>.Continuation
-
-    init() {
-        (stream, sink) = AsyncStream.makeStream(of: InvitationEvent.self, bufferingPolicy: .bufferingOldest(Self.capacity))
-    }
-}
-
 /// The invitation half of a `ConferenceEngine`: an `InvitationClient` for the bookkeeping,
 /// the callers waiting for the relay's replies (by tag), and the outcomes of ended invitations.
 /// Every table is bounded: waiters by the client's requests in flight, answers by the
@@ -30,7 +18,7 @@ struct ConferenceInvitationState: Sendable {
     var recentOrder = Deque<InvitationID>()
     /// Relay messages that did not parse (the client counts the ones that parsed but matched nothing).
     var malformedMessages = 0
-    /// Events not queued because the app left ``InvitationEventChannel/capacity`` unread.
+    /// Events not queued because the app left 8,192 (the capacity of ``Conference/InvitationEvents``) unread.
     var droppedEvents = 0
     var isEnded = false
 }
@@ -77,7 +65,11 @@ extension ConferenceEngine {
                 invitationState.waiters.removeValue(forKey: tag)?.resume(returning: update)
             case .event(let event):
                 noteAnswer(event)
-                if case .dropped = invitationChannel.sink.yield(event) { invitationState.droppedEvents += 1 }
+                if !invitationEvents.yield(event) {
+                    // Bounded like every notification stream: the loss is counted and said.
+                    invitationState.droppedEvents += 1
+                    eventSink.yield(.invitationEventsDropped(count: 1))
+                }
             case .ended(let id, let view):
                 let outcome = InvitationOutcome(view: view, answerData: invitationState.answers.removeValue(forKey: id) ?? [:])
                 remember(outcome)
@@ -126,6 +118,6 @@ extension ConferenceEngine {
         invitationState.waiters.removeAll()
         for waiters in invitationState.outcomeWaiters.values { for waiter in waiters { waiter.resume(returning: nil) } }
         invitationState.outcomeWaiters.removeAll()
-        invitationChannel.sink.finish()
+        invitationEvents.finish()
     }
 }

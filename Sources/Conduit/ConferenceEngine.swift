@@ -22,7 +22,7 @@ actor ConferenceEngine: SessionEngine {
     private var subscribeWaiters: [SubgroupName: [CheckedContinuation<Bool, Never>]] = [:]
     private var publishWaiters: [ChannelLabel: [CheckedContinuation<Bool, Never>]] = [:]
     private var trackSubscribeWaiters: [TrackKey: [CheckedContinuation<Bool, Never>]] = [:]
-    private var remoteTracks: [TrackKey: (track: RemoteDataTrack, sink: AsyncStream<[UInt8]>.Continuation)] = [:]
+    private var remoteTracks: [TrackKey: RemoteDataTrack] = [:]
 
     struct TrackKey: Hashable {
         var name: ChannelLabel
@@ -30,15 +30,15 @@ actor ConferenceEngine: SessionEngine {
     }
 
     /// Invitations through the relay (issue 8): see ConferenceEngine+Invitations.swift.
-    let invitationChannel = InvitationEventChannel()
+    let invitationEvents = EventQueue<InvitationEvent>(capacity: 8_192, makeDropped: nil)
     var invitationState = ConferenceInvitationState()
 
     let eventSink = EventQueue<Conference.Event>(capacity: 1_024, makeDropped: { .eventsDropped(count: $0) })
     var connectWaiter: CheckedContinuation<Void, any Error>?
     private var endReason: (RelayDisconnectReason, String)?
 
-    let channelMessages: AsyncStream<Conference.ChannelMessage>
-    private let channelSink: AsyncStream<Conference.ChannelMessage>.Continuation
+    /// Labeled-channel messages: a data stream, backpressured like inbound sessions.
+    let channelMessages: AsyncBoundedChannel<Conference.ChannelMessage>
     /// Compressed channel messages that did not inflate (corrupt, or larger than the limit).
     private(set) var channelMessagesRefused = 0
 
@@ -59,7 +59,7 @@ actor ConferenceEngine: SessionEngine {
             room: room, localPeer: peer, token: Array(token.utf8), configuration: .init(session: session, channels: channels), now: clock.now()
         )
         driver = SansIODriver(machine: machine, link: link, clock: clock)
-        (channelMessages, channelSink) = AsyncStream.makeStream(of: Conference.ChannelMessage.self, bufferingPolicy: .bufferingOldest(8_192))
+        channelMessages = .received(capacity: configuration.inboundBufferBytes) { $0.data.count }
     }
 
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.unownedExecutor }
@@ -125,11 +125,11 @@ actor ConferenceEngine: SessionEngine {
             }
         case .trackUnpublished(let name, let by):
             if by != driver.machine.localPeer { eventSink.yield(.dataTrackUnpublished(name, by: by)) }
-            remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: by))?.sink.finish()
+            remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: by))?.channel.finish()
         case .trackSubscribed(let name, let publisher):
             for waiter in trackSubscribeWaiters.removeValue(forKey: TrackKey(name: name, publisher: publisher)) ?? [] { waiter.resume(returning: true) }
         case .trackMessage(let name, let from, let bytes):
-            remoteTracks[TrackKey(name: name, publisher: from)]?.sink.yield(bytes)
+            if let track = remoteTracks[TrackKey(name: name, publisher: from)] { deliver(bytes, to: track.channel) }
         case .channelsReady(let infos):
             eventSink.yield(.channelsReady(infos))
         case .channelMessage(let label, let from, let header, let bytes, let compressed):
@@ -141,7 +141,7 @@ actor ConferenceEngine: SessionEngine {
                 }
                 body = inflated
             }
-            channelSink.yield(Conference.ChannelMessage(label: label, sender: from, data: header + body, headerLength: header.count))
+            deliver(Conference.ChannelMessage(label: label, sender: from, data: header + body, headerLength: header.count), to: channelMessages)
         }
     }
 
@@ -154,9 +154,9 @@ actor ConferenceEngine: SessionEngine {
         publishWaiters.removeAll()
         for waiters in trackSubscribeWaiters.values { for waiter in waiters { waiter.resume(returning: false) } }
         trackSubscribeWaiters.removeAll()
-        for track in remoteTracks.values { track.sink.finish() }
+        for track in remoteTracks.values { track.channel.finish() }
         remoteTracks.removeAll()
-        channelSink.finish()
+        channelMessages.finish()
         endInvitations()
     }
 
@@ -217,11 +217,10 @@ actor ConferenceEngine: SessionEngine {
 
     func subscribeTrack(_ name: ChannelLabel, of publisher: PeerID) async -> RemoteDataTrack? {
         let key = TrackKey(name: name, publisher: publisher)
-        if let existing = remoteTracks[key] { return existing.track }
+        if let existing = remoteTracks[key] { return existing }
         guard driver.machine.subscribeTrack(name, of: publisher) else { return nil }
-        let (messages, sink) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(8_192))
-        let track = RemoteDataTrack(name: name, publisher: publisher, messages: messages)
-        remoteTracks[key] = (track, sink)
+        let track = RemoteDataTrack(name: name, publisher: publisher, bufferBytes: configuration.inboundBufferBytes)
+        remoteTracks[key] = track
         wakePump()
         let confirmed = await withCheckedContinuation { trackSubscribeWaiters[key, default: []].append($0) }
         return confirmed ? track : nil
@@ -229,7 +228,7 @@ actor ConferenceEngine: SessionEngine {
 
     func unsubscribeTrack(_ name: ChannelLabel, of publisher: PeerID) {
         driver.machine.unsubscribeTrack(name, of: publisher)
-        remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: publisher))?.sink.finish()
+        remoteTracks.removeValue(forKey: TrackKey(name: name, publisher: publisher))?.channel.finish()
         wakePump()
     }
 

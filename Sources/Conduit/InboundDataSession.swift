@@ -3,9 +3,9 @@ public import ConduitCore
 /// The receiving half of a data session (LINE Planet `PlanetKitInboundDataSession`).
 ///
 /// Iterate ``events``: messages (message types) or fragments (bytes types) in arrival order,
-/// then `.closed(reason)` last. The sequence is backpressured: while the app does not read,
-/// received data buffers up to `inboundBufferBytes`, then the transport stops reading and the
-/// sender's queue fills (it sees `tooLongQueuedData`). One consumer at a time.
+/// then `.closed(reason)` last. The sequence is a ``DataStream``, backpressured: while the app
+/// does not read, received data buffers up to `inboundBufferBytes`, then the transport stops
+/// reading and the sender's queue fills (it sees `tooLongQueuedData`). One consumer at a time.
 public final class InboundDataSession: Sendable {
     /// A whole message of a message-type session.
     public struct Message: Sendable, Hashable {
@@ -40,19 +40,27 @@ public final class InboundDataSession: Sendable {
     public let subgroup: SubgroupName?
     /// The session type, as the sender announced it.
     public let type: SessionType
-    /// Messages or fragments, then `.closed`. Backpressured: buffers up to `inboundBufferBytes`; one consumer at a time.
-    public let events: AsyncBoundedChannel<Event>
+    /// What ``events`` yields: a ``DataStream``, backpressured down to the transport.
+    public typealias Events = DataStream<Event>
+
+    /// Messages or fragments, then `.closed`. Backpressured: buffers up to `inboundBufferBytes`,
+    /// then the link stops being read; never dropped. One consumer at a time.
+    public let events: Events
+    /// The engine's side of ``events``.
+    let channel: AsyncBoundedChannel<Event>
 
     init(key: SessionKey, type: SessionType, bufferBytes: Int) {
         self.streamID = key.streamID
         self.subgroup = key.subgroup
         self.type = type
-        self.events = AsyncBoundedChannel(capacity: bufferBytes) { event in
+        let channel = AsyncBoundedChannel<Event>.received(capacity: bufferBytes) { event in
             switch event {
-            case .message(let message): max(1, message.bytes.count)
-            case .fragment(let fragment): max(1, fragment.bytes.count)
+            case .message(let message): message.bytes.count
+            case .fragment(let fragment): fragment.bytes.count
             case .closed: 1
             }
         }
+        self.channel = channel
+        self.events = DataStream(channel)
     }
 }

@@ -17,9 +17,16 @@ public final class OutboundDataSession: Sendable {
     public enum Event: Sendable, Hashable {
         /// The queueing delay crossed the on threshold (true) or fell back to the off one (false).
         case tooLongQueuedData(enabled: Bool)
-        /// The session closed; it can send no more. Always the last event.
+        /// The session closed; it can send no more. Always the last event (never dropped).
         case closed(DataSessionCloseReason)
+        /// `count` events were lost here because ``OutboundDataSession/events`` was not read
+        /// while 256 others waited; delivered in their place once the reader caught up.
+        /// ``OutboundDataSession/droppedEventCount`` has the total.
+        case eventsDropped(count: Int)
     }
+
+    /// What ``events`` yields: a ``NotificationStream``, bounded, with every drop counted.
+    public typealias Events = NotificationStream<Event>
 
     /// The stream ID, 100…999, that the receiving app expects.
     public let streamID: StreamID
@@ -27,9 +34,14 @@ public final class OutboundDataSession: Sendable {
     public let subgroup: SubgroupName?
     /// The session type: message or bytes, reliable or not.
     public let type: SessionType
-    /// Bounded: only the newest events are kept if nobody reads them; `.closed` is always last.
-    public let events: AsyncStream<Event>
-    let eventSink: AsyncStream<Event>.Continuation
+    /// Bounded (256 unread) but never silently: events that find it full are counted and
+    /// reported by one ``Event/eventsDropped(count:)`` where they were lost; `.closed` is always last.
+    public let events: Events
+    /// The engine's side of ``events``.
+    let eventSink: EventQueue<Event>
+
+    /// Events lost because ``events`` was not read (see ``Event/eventsDropped(count:)``), in total.
+    public var droppedEventCount: Int { events.droppedCount }
     private let engineRef: any OutboundSessionEngine
 
     init(key: SessionKey, type: SessionType, engine: any OutboundSessionEngine) {
@@ -37,7 +49,10 @@ public final class OutboundDataSession: Sendable {
         self.subgroup = key.subgroup
         self.type = type
         self.engineRef = engine
-        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
+        eventSink = EventQueue(capacity: 256, makeDropped: { .eventsDropped(count: $0) }) { event in
+            if case .closed = event { true } else { false }
+        }
+        events = eventSink.stream
     }
 
     var key: SessionKey { SessionKey(streamID: streamID, subgroup: subgroup) }

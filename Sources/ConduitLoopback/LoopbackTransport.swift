@@ -5,14 +5,10 @@ import ConduitImpairment
 /// The in-process transport: lossless, ordered, fast. The embedded default and the test double.
 ///
 /// URL: `loopback://NAME[?mtu=BYTES&window=BYTES&loss=P&dup=P&reorder=P&corrupt=P&delay-ms=D&jitter-ms=J&rate=BPS&seed=S]`.
-/// - `mtu`: datagram size the core fragments to (default 1232, so 1,200-byte payloads as on a network).
-/// - `window`: bytes in flight per direction before `write` suspends (default 4 MiB): this is the
-///   backpressure a slow reader exerts on its peer. On an impaired link it is the emulated
-///   router queue instead: past it, datagrams are tail-dropped.
-/// - Impairment (user-space netem, seeded, per direction; see `ImpairmentConfiguration`): taken
-///   from the connecting URL, else from the listening one. An impaired link declares itself
-///   unreliable and unordered, so the core supplies reliability over it.
-///   ``LoopbackHub/setPartitioned(_:_:)`` blacks it out.
+/// Each option is a field of ``Configuration`` (documented there, with its default): the
+/// transport's ``configuration`` holds the defaults of every link, and a URL's query overrides
+/// the fields it names. ``listen(name:configuration:)`` and ``connect(name:configuration:)`` take
+/// a typed value instead of a URL. ``LoopbackHub/setPartitioned(_:_:)`` blacks an impaired link out.
 public struct LoopbackTransport: Transport {
     /// The default datagram size, in bytes (the `mtu` option): 1,200-byte payloads after the headers, as on a network.
     public static let defaultMTU = 1_232
@@ -23,37 +19,30 @@ public struct LoopbackTransport: Transport {
 
     /// Where this transport's listeners bind their names; runtimes that share it reach each other.
     public let hub: LoopbackHub
+    /// The defaults of every link this transport makes; a URL's query overrides what it names.
+    public let configuration: Configuration
     public var schemes: [String] { ["loopback"] }
 
-    /// Makes a transport on `hub` (a new, private hub by default).
-    public init(hub: LoopbackHub = LoopbackHub()) {
+    /// Makes a transport on `hub` (a new, private hub by default) with `configuration` as its links' defaults.
+    public init(hub: LoopbackHub = LoopbackHub(), configuration: Configuration = .init()) {
         self.hub = hub
-    }
-
-    struct Options {
-        var mtu: Int
-        var window: Int
-        var impairment: ImpairmentConfiguration?
-
-        init(_ url: TransportURL) throws(ConduitError) {
-            guard url.port == nil, url.path.isEmpty else {
-                throw ConduitError(.invalidAddress, "a loopback address is loopback://NAME, got \(url)")
-            }
-            // The reliability engine's options too: an impaired loopback link runs under it.
-            let known: Set<String> = Set(["mtu", "window"]).union(ImpairmentConfiguration.optionNames).union(ReliableLink.Configuration.urlOptionKeys)
-            if let unknown = url.query.keys.sorted().first(where: { !known.contains($0) }) {
-                throw ConduitError(.invalidConfiguration, "unknown loopback option '\(unknown)' (known: \(known.sorted().joined(separator: ", ")))")
-            }
-            let impairmentOptions = url.query.filter { ImpairmentConfiguration.optionNames.contains($0.key) }
-            impairment = impairmentOptions.isEmpty ? nil : try ImpairmentConfiguration(options: impairmentOptions)
-            mtu = try url.intOption("mtu", default: LoopbackTransport.defaultMTU, in: (DataFrameHeader.size + 1)...LoopbackTransport.maxDatagramSize)
-            window = try url.intOption("window", default: LoopbackTransport.defaultWindow, in: 1...(1 << 30))
-        }
+        self.configuration = configuration
     }
 
     /// Binds `url`'s name in the hub. Throws `addressInUse` if a listener already has it, `invalidConfiguration` for bad options.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
-        let options = try Options(url)
+        try listen(url, options: Configuration(url: url, defaults: configuration))
+    }
+
+    /// Binds `name` in the hub with a typed configuration (the transport's own by default)
+    /// instead of a URL's options.
+    public func listen(name: String, configuration: Configuration? = nil) async throws(ConduitError) -> any TransportListener {
+        let options = configuration ?? self.configuration
+        try options.validate()
+        return try listen(TransportURL(scheme: "loopback", host: name), options: options)
+    }
+
+    private func listen(_ url: TransportURL, options: Configuration) throws(ConduitError) -> any TransportListener {
         let listener = LoopbackListener(name: url.host, url: url, options: options, hub: hub)
         try hub.bind(url.host, listener)
         return listener
@@ -61,7 +50,18 @@ public struct LoopbackTransport: Transport {
 
     /// Connects to the listener bound at `url`'s name; throws `connectionFailed` if nothing is bound there.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
-        let options = try Options(url)
+        try await connect(url, options: Configuration(url: url, defaults: configuration))
+    }
+
+    /// Connects to the listener bound at `name` with a typed configuration (the transport's own
+    /// by default) instead of a URL's options.
+    public func connect(name: String, configuration: Configuration? = nil) async throws(ConduitError) -> any TransportLink {
+        let options = configuration ?? self.configuration
+        try options.validate()
+        return try await connect(TransportURL(scheme: "loopback", host: name), options: options)
+    }
+
+    private func connect(_ url: TransportURL, options: Configuration) async throws(ConduitError) -> any TransportLink {
         guard let listener = hub.listener(named: url.host) else {
             throw ConduitError(.connectionFailed, "nothing listens at loopback://\(url.host)")
         }
@@ -88,12 +88,12 @@ public struct LoopbackTransport: Transport {
 /// Accepts links that connect to one name of a ``LoopbackHub``.
 public final class LoopbackListener: TransportListener {
     let name: String
-    let options: LoopbackTransport.Options
+    let options: LoopbackTransport.Configuration
     public let localURL: TransportURL
     private let hub: LoopbackHub
     private let backlog = AsyncBoundedChannel<LoopbackLink>(capacity: 128)
 
-    init(name: String, url: TransportURL, options: LoopbackTransport.Options, hub: LoopbackHub) {
+    init(name: String, url: TransportURL, options: LoopbackTransport.Configuration, hub: LoopbackHub) {
         self.name = name
         self.localURL = url
         self.options = options

@@ -186,7 +186,7 @@ actor RoomLog {
         Task { await self.start(stream) }
     }
 
-    private func start(_ stream: AsyncStream<Conference.Event>) {
+    private func start(_ stream: Conference.Events) {
         task = Task { for await event in stream { self.append(event) } }
     }
 

@@ -25,7 +25,7 @@ enum CommandRegistry {
     /// `logger`: where the transports log (nil: silent).
     static func make(standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil) -> TransportRegistry {
         let silent = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
-        var registry = TransportRegistry.defaults.registering(UDPTransport(logger: logger ?? silent))
+        var registry = TransportRegistry.defaults.registering(UDPTransport(keyReader: .filesAndEnvironment, logger: logger ?? silent))
         #if SCTP
         registry.register(SCTPTransport(standardPeers: standardPeers, logger: logger ?? silent))
         #else

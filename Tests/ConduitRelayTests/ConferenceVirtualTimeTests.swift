@@ -1,9 +1,11 @@
 import Conduit
+import ConduitCore
 import ConduitImpairment
 import ConduitRelay
 import ConduitTesting
 import Synchronization
 import Testing
+import ConduitRelayCore
 
 /// A conference through a loopback relay on a ``VirtualClock``: the call's time-dependent
 /// behaviour holds for conferences too (they share the driver), checked on virtual time.

@@ -12,7 +12,7 @@ struct EventQueueTests {
         case end
     }
 
-    static func read(_ stream: AsyncStream<Event>, _ count: Int) async -> [Event] {
+    static func read(_ stream: NotificationStream<Event>, _ count: Int) async -> [Event] {
         var events: [Event] = []
         var iterator = stream.makeAsyncIterator()
         while events.count < count, let event = await iterator.next() { events.append(event) }

@@ -87,14 +87,14 @@ func waitUntil(
 }
 
 /// The next element of an event stream, or nil if it finished.
-func next<Element: Sendable>(
-    _ stream: AsyncStream<Element>,
+func next<Stream: AsyncSequence & Sendable>(
+    _ stream: Stream,
     _ what: String,
     sourceLocation: SourceLocation = #_sourceLocation
-) async throws -> Element? {
+) async throws -> Stream.Element? where Stream.Failure == Never, Stream.Element: Sendable {
     try await within(what, sourceLocation: sourceLocation) {
         var iterator = stream.makeAsyncIterator()
-        return await iterator.next()
+        return await iterator.next(isolation: nil)
     }
 }
 
@@ -104,17 +104,17 @@ func next(
     _ what: String,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> InboundDataSession.Event? {
-    try await within(what, sourceLocation: sourceLocation) { await session.events.next() }
+    try await next(session.events, what, sourceLocation: sourceLocation)
 }
 
 /// Every remaining element of a stream, until it finishes.
-func drain<Element: Sendable>(
-    _ stream: AsyncStream<Element>,
+func drain<Stream: AsyncSequence & Sendable>(
+    _ stream: Stream,
     _ what: String,
     sourceLocation: SourceLocation = #_sourceLocation
-) async throws -> [Element] {
+) async throws -> [Stream.Element] where Stream.Failure == Never, Stream.Element: Sendable {
     try await within(what, sourceLocation: sourceLocation) {
-        var all: [Element] = []
+        var all: [Stream.Element] = []
         for await element in stream { all.append(element) }
         return all
     }

@@ -23,7 +23,7 @@ extension UDPTransportTests {
             configuration.reassembly.incompleteTimeout = .seconds(3_600)
             configuration.queueDelayOn = .seconds(3_600)
             return try await ImpairedCall.connect(
-                scheme: "udp", transport: UDPTransport(), configuration: configuration, impairment: impairment,
+                scheme: "udp", transport: UDPTransport(keyReader: .testFilesAndEnvironment), configuration: configuration, impairment: impairment,
                 listenQuery: query, connectQuery: query)
         }
 

@@ -27,7 +27,7 @@ extension UDPTransportTests {
             var configuration = ConduitConfiguration()
             configuration.rateLimit = .unlimited
             configuration.connectTimeout = .seconds(3)
-            return ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+            return ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport(keyReader: .testFilesAndEnvironment)))
         }
 
         static let marker = Array("CONDUIT-PLAINTEXT-MARKER-".utf8)
@@ -121,7 +121,7 @@ extension UDPTransportTests {
             await listener.close()
 
             for bad in ["?srtp=aes-cm-256", "?srtp=aes-cm-128-hmac-sha1-80", "?srtp-key-env=CONDUIT_NO_SUCH_VARIABLE", "?srtp-key-file=/nonexistent/key"] {
-                let transport = UDPTransport()
+                let transport = UDPTransport(keyReader: .testFilesAndEnvironment)
                 await #expect(throws: ConduitError.self, "\(bad)") {
                     let listener = try await transport.listen(on: TransportURL(parsing: "udp://127.0.0.1:0\(bad)"))
                     await listener.close()

@@ -1,4 +1,5 @@
 import ConduitRooms
+import ConduitCore
 
 /// Makes the IDs of one book: `mix(mix(counter ^ k1) ^ k2)`, where `mix` is SplitMix64's
 /// finalizer, a bijection on `UInt64`, and `k1`, `k2` come from the host's key. Every step is a

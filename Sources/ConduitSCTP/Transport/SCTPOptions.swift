@@ -1,7 +1,9 @@
 #if SCTP
 public import ConduitCore
 
-/// The options of an `sctp+udp://HOST:PORT?...` URL.
+/// The options of an `sctp+udp://HOST:PORT?...` URL, as typed fields
+/// (``SCTPTransport/Configuration``): ``init(_:listening:)`` is the one parse of the query;
+/// ``init(sctpPort:connectTimeoutMilliseconds:streams:initAttempts:mtu:)`` makes one from values.
 ///
 /// - `sctp-port`: the SCTP port of both ends (default 5000, as WebRTC uses, RFC 8841 section 5).
 /// - `connect-timeout-ms`: how long `connect` retransmits its INIT before giving up. Overrides the
@@ -34,6 +36,28 @@ public struct SCTPOptions: Sendable, Hashable {
     /// SCTP packet size in bytes, which is the UDP payload size (`mtu`).
     public var mtu: Int
 
+    /// A configuration from values, each defaulting as its URL option does (`mtu` nil: the
+    /// default for the host, see ``SCTPOptions``). Throws `invalidConfiguration` naming the
+    /// option out of range.
+    public init(sctpPort: Int = 5000, connectTimeoutMilliseconds: Int = 10_000, streams: Int = 1024, initAttempts: Int = 8, mtu: Int) throws(ConduitError) {
+        self.sctpPort = sctpPort
+        self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+        self.streams = streams
+        self.initAttempts = initAttempts
+        self.mtu = mtu
+        try validate()
+    }
+
+    /// Checks every field; throws `invalidConfiguration` naming the option that is out of range.
+    public func validate() throws(ConduitError) {
+        for (option, value, range) in [
+            ("sctp-port", sctpPort, 1...65_535), ("connect-timeout-ms", connectTimeoutMilliseconds, 1...3_600_000),
+            ("streams", streams, 16...65_535), ("init-attempts", initAttempts, 1...255), ("mtu", mtu, 576...64_000),
+        ] where !range.contains(value) {
+            throw ConduitError(.invalidConfiguration, "option \(option)=\(value) must be in \(range)")
+        }
+    }
+
     /// Reads the options from `url`'s query; `listening` chooses the defaults of a listening end. Throws `invalidConfiguration` naming an unknown option or a value out of range.
     public init(_ url: TransportURL, listening: Bool) throws(ConduitError) {
         guard url.scheme == Self.scheme else {
@@ -55,6 +79,7 @@ public struct SCTPOptions: Sendable, Hashable {
         mtu = try url.intOption("mtu", default: Self.defaultMTU(host: url.host), in: 576...64_000)
     }
 
+
     /// Packet size without `mtu=`: 1472 to a loopback host, 1232 to anything else (see above).
     /// usrsctp also works markedly less per byte from 1232 up: on loopback 1228 took ~1.4× the
     /// CPU per byte of 1232 for 16 and 64 KiB messages.
@@ -73,6 +98,14 @@ public struct SCTPOptions: Sendable, Hashable {
             && (host.hasPrefix("::") || groups.count == 8)
     }
 
+    /// The URL query that parses back into this configuration (every field spelled out).
+    public var query: [String: String] {
+        [
+            "sctp-port": "\(sctpPort)", "connect-timeout-ms": "\(connectTimeoutMilliseconds)", "streams": "\(streams)",
+            "init-attempts": "\(initAttempts)", "mtu": "\(mtu)",
+        ]
+    }
+
     var limits: SCTPLimits {
         SCTPLimits(streams: UInt16(streams), initAttempts: UInt16(initAttempts), localPort: UInt16(sctpPort), remotePort: UInt16(sctpPort), mtu: UInt32(mtu))
     }
@@ -80,5 +113,9 @@ public struct SCTPOptions: Sendable, Hashable {
     var connectTimeoutText: String {
         connectTimeoutMilliseconds % 1000 == 0 ? "\(connectTimeoutMilliseconds / 1000) s" : "\(connectTimeoutMilliseconds) ms"
     }
+}
+extension SCTPTransport {
+    /// The typed configuration of an `sctp+udp://` link: its URL options as fields.
+    public typealias Configuration = SCTPOptions
 }
 #endif

@@ -62,6 +62,18 @@ public struct SCTPTransport: Transport {
         return link
     }
 
+    /// Connects to `host` and `port` with a typed configuration instead of a URL's options.
+    public func connectSCTP(host: String, port: Int, configuration: Configuration) async throws(ConduitError) -> SCTPLink {
+        try configuration.validate()
+        return try await connectSCTP(to: TransportURL(scheme: SCTPOptions.scheme, host: host, port: port, query: configuration.query))
+    }
+
+    /// Listens at `host` and `port` (0: ephemeral) with a typed configuration instead of a URL's options.
+    public func listenSCTP(host: String, port: Int, configuration: Configuration) async throws(ConduitError) -> SCTPListener {
+        try configuration.validate()
+        return try await listenSCTP(on: TransportURL(scheme: SCTPOptions.scheme, host: host, port: port, query: configuration.query))
+    }
+
     /// Binds a UDP socket at `url` and accepts associations (port 0: an ephemeral port). Throws `addressInUse` if the port is taken.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
         try await listenSCTP(on: url)

@@ -1,49 +1,25 @@
 #if SRTP
 import ConduitCore
 import ConduitSRTP
-import Foundation
 import NIOCore
 
-/// SRTP on a UDP link (`udp://…?srtp=PROFILE&srtp-key-file=PATH` or `&srtp-key-env=VARIABLE`).
-///
-/// Keys are exchanged out of band, as with SDES (RFC 4568): both sides hold the same master key
-/// and salt per direction. The key text is one or two SDES inline keys (base64 of key‖salt),
-/// separated by white space: the first protects what the client sends, the second what the
-/// listener sends (one key alone serves both directions; the two ends' SSRCs differ, so their
-/// keystreams do too). Keys never appear in the URL itself, so they never reach a command line.
+/// SRTP on a UDP link, ready to make filters: the profile and both directions' keys, parsed
+/// from ``UDPTransport/Configuration/SRTP`` and the key text the app passed in (or its key reader
+/// found). Keys never appear in a URL itself, so they never reach a command line.
 struct UDPSRTPConfiguration: Sendable {
     let profile: SRTPProfile
     let clientToServer: SRTPKeyMaterial
     let serverToClient: SRTPKeyMaterial
 
-    static let optionKeys = ["srtp", "srtp-key-file", "srtp-key-env"]
-
-    /// nil when the URL asks for no SRTP.
-    init?(url: TransportURL, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConduitError) {
-        let file = url.query["srtp-key-file"]
-        let variable = url.query["srtp-key-env"]
-        guard url.query["srtp"] != nil || file != nil || variable != nil else { return nil }
-        let profileName = url.query["srtp"] ?? SRTPProfile.default.name
-        guard let profile = SRTPProfile(name: profileName) else {
+    /// `keyText` is asked for once the profile is known (a build without SRTP never asks).
+    init(_ settings: UDPTransport.Configuration.SRTP, keyText: () throws(ConduitError) -> String) throws(ConduitError) {
+        guard let profile = SRTPProfile(name: settings.profile) else {
             throw ConduitError(
                 .invalidConfiguration,
-                "srtp=\(profileName) is not a profile (known: \(SRTPProfile.allCases.map(\.name).joined(separator: ", ")))"
+                "option srtp=\(settings.profile) is not a profile (known: \(SRTPProfile.allCases.map(\.name).joined(separator: ", ")))"
             )
         }
-        let text: String
-        switch (file, variable) {
-        case (let path?, nil):
-            text = try SRTPKeyMaterial.readSmallTextFile(path)
-        case (nil, let name?):
-            guard let value = environment[name] else {
-                throw ConduitError(.invalidConfiguration, "srtp-key-env=\(name): the environment has no \(name)")
-            }
-            text = value
-        case (nil, nil):
-            throw ConduitError(.invalidConfiguration, "srtp=\(profileName) needs its keys: srtp-key-file=PATH or srtp-key-env=VARIABLE")
-        case (_?, _?):
-            throw ConduitError(.invalidConfiguration, "give the SRTP keys once: srtp-key-file or srtp-key-env, not both")
-        }
+        let text = try keyText()
         let keys = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" })
         guard (1...2).contains(keys.count) else {
             throw ConduitError(.invalidConfiguration, "the SRTP key text holds \(keys.count) keys; one or two (client to listener, then listener to client)")

@@ -7,16 +7,13 @@ import NIOCore
 // The types below are never made (their initialisers fail or are private), so no datagram is ever
 // "protected" here.
 
-/// SRTP settings of a URL; never made without the `SRTP` trait.
+/// SRTP settings of a link; never made without the `SRTP` trait.
 struct UDPSRTPConfiguration: Sendable {
-    static let optionKeys = ["srtp", "srtp-key-file", "srtp-key-env"]
-
-    /// nil when the URL asks for no SRTP; an error when it does.
-    init?(url: TransportURL) throws(ConduitError) {
-        guard let option = Self.optionKeys.first(where: { url.query[$0] != nil }) else { return nil }
+    /// Always an error: this build cannot protect a link.
+    init(_ settings: UDPTransport.Configuration.SRTP, keyText: () throws(ConduitError) -> String) throws(ConduitError) {
         throw ConduitError(
             .unsupportedByTransport,
-            "\(option): this build of Conduit has no SRTP; enable the package trait SRTP (needs libsrtp2, Debian: libsrtp2-dev)"
+            "srtp: this build of Conduit has no SRTP; enable the package trait SRTP (needs libsrtp2, Debian: libsrtp2-dev)"
         )
     }
 

@@ -8,12 +8,15 @@ import NIOPosix
 /// datagram is an RTP packet (data) or an RTCP packet (handshake and close), so that SRTP can
 /// protect it unchanged. Reliability comes from the layer above (ConduitReliability).
 ///
-/// URL: `udp://HOST:PORT[?mtu=BYTES&connect-timeout-ms=MS]`.
-/// - `mtu`: UDP payload bytes per datagram, RTP header included (default 1232, 256...65507). The
-///   link's `maxDatagramSize` and `mtu` are 12 less. The two ends agree on the smaller value.
-/// - `connect-timeout-ms`: how long `connect` retries the handshake. Overrides the configuration's
-///   `connectTimeoutMs` under `ConduitRuntime`; the default is that value (10000, also when the
-///   transport is used on its own).
+/// URL: `udp://HOST:PORT[?mtu=BYTES&connect-timeout-ms=MS&offload=MODE&srtp=...]`. Each option
+/// is a field of ``Configuration`` (documented there, with its default): the transport's
+/// ``configuration`` holds the defaults of every link, and a URL's query overrides the fields it
+/// names. Connect and listen with a typed value instead of a URL with
+/// ``connectUDP(host:port:configuration:)`` and ``listenUDP(host:port:configuration:)``.
+///
+/// SRTP keys are values (``Configuration/SRTP/Keys/value(_:)``): the transport never reads a
+/// file or the environment. A URL's `srtp-key-file` and `srtp-key-env` are references that the
+/// transport's ``KeyReader`` resolves on the app's behalf; without one they are refused.
 ///
 /// Listening on port 0 binds an ephemeral port; the listener's `localURL` has the real one.
 ///
@@ -24,29 +27,58 @@ import NIOPosix
 public struct UDPTransport: Transport {
     /// `udp`.
     public var schemes: [String] { ["udp"] }
+    /// The defaults of every link this transport makes; a URL's query overrides what it names.
+    public let configuration: Configuration
+    private let keyReader: KeyReader?
     private let group: any EventLoopGroup
     private let observer: UDPObserver
 
-    /// A transport on SwiftNIO's shared event loops.
-    public init() {
-        self.init(group: MultiThreadedEventLoopGroup.singleton)
+    /// A transport on SwiftNIO's shared event loops, with `configuration` as its links' defaults
+    /// and `keyReader` to resolve the SRTP key references URLs make (none: they are refused).
+    public init(configuration: Configuration = .init(), keyReader: KeyReader? = nil) {
+        self.init(group: MultiThreadedEventLoopGroup.singleton, configuration: configuration, keyReader: keyReader)
     }
 
     /// A transport on SwiftNIO's shared event loops, logging through `logger` and counting through
     /// `metricsFactory` (silent by default).
-    public init(logger: Logger, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance) {
-        self.init(group: MultiThreadedEventLoopGroup.singleton, logger: logger, metricsFactory: metricsFactory)
+    public init(configuration: Configuration = .init(), keyReader: KeyReader? = nil, logger: Logger, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance) {
+        self.init(group: MultiThreadedEventLoopGroup.singleton, configuration: configuration, keyReader: keyReader, logger: logger, metricsFactory: metricsFactory)
     }
 
     /// A transport on `group`'s event loops, logging through `logger` and counting through
     /// `metricsFactory` (both silent by default).
     public init(
         group: any EventLoopGroup,
+        configuration: Configuration = .init(),
+        keyReader: KeyReader? = nil,
         logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
         self.group = group
+        self.configuration = configuration
+        self.keyReader = keyReader
         self.observer = UDPObserver(logger: logger, metricsFactory: metricsFactory)
+    }
+
+    /// The SRTP filter of one end, or nil without SRTP: the keys are the configuration's value,
+    /// or what the key reader finds for the URL's reference.
+    private func srtpFilter(_ configuration: Configuration, isClient: Bool) throws(ConduitError) -> UDPSRTPFilter? {
+        guard let settings = configuration.srtp else { return nil }
+        let srtp = try UDPSRTPConfiguration(settings) { () throws(ConduitError) -> String in
+            switch settings.keys {
+            case .value(let text):
+                return text
+            case .reference(let reference):
+                guard let keyReader else {
+                    throw ConduitError(
+                        .invalidConfiguration,
+                        "option \(reference): UDPTransport reads no files or environment; pass the keys as a value (Configuration.SRTP.Keys.value) or give the transport a KeyReader"
+                    )
+                }
+                return try keyReader.keyText(reference)
+            }
+        }
+        return try srtp.makeFilter(isClient: isClient)
     }
 
     /// Binds a UDP socket at `url`'s host and port (port 0: ephemeral; the listener's `localURL` has the real one). Throws `invalidConfiguration` for unknown options and `addressInUse` if the port is taken.
@@ -56,10 +88,21 @@ public struct UDPTransport: Transport {
 
     /// `listen`, returning the concrete listener (for its statistics).
     public func listenUDP(on url: TransportURL) async throws(ConduitError) -> UDPListener {
-        let options = try UDPOptions(url, listening: true)
+        try await listenUDP(at: url, configuration: Configuration(url: url, defaults: configuration))
+    }
+
+    /// Listens at `host` and `port` (0: ephemeral) with a typed configuration (the transport's
+    /// own by default) instead of a URL's options.
+    public func listenUDP(host: String, port: Int, configuration: Configuration? = nil) async throws(ConduitError) -> UDPListener {
+        let configuration = configuration ?? self.configuration
+        try configuration.validate()
+        return try await listenUDP(at: TransportURL(scheme: "udp", host: host, port: port), configuration: configuration)
+    }
+
+    private func listenUDP(at url: TransportURL, configuration options: Configuration) async throws(ConduitError) -> UDPListener {
         let address = try UDPOptions.resolve(url)
         let loop = group.next()
-        let filter = try options.srtp.map { configuration throws(ConduitError) in try configuration.makeFilter(isClient: false) }
+        let filter = try srtpFilter(options, isClient: false)
         let offload = UDPOffloadPolicy(mode: options.offload)
         let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(
@@ -83,15 +126,30 @@ public struct UDPTransport: Transport {
 
     /// `connect` within `timeout`, unless the URL has its own `connect-timeout-ms`.
     public func connect(to url: TransportURL, timeout: Duration) async throws(ConduitError) -> any TransportLink {
-        try await connectUDP(to: url.withConnectTimeout(default: timeout))
+        try await connectUDP(at: url, configuration: Configuration(url: url, defaults: configuration), timeout: timeout)
     }
 
     /// `connect`, returning the concrete link (for its statistics).
     public func connectUDP(to url: TransportURL) async throws(ConduitError) -> UDPLink {
-        let options = try UDPOptions(url, listening: false)
+        try await connectUDP(at: url, configuration: Configuration(url: url, defaults: configuration), timeout: nil)
+    }
+
+    /// Connects to the listener at `host` and `port` with a typed configuration (the
+    /// transport's own by default) instead of a URL's options.
+    public func connectUDP(host: String, port: Int, configuration: Configuration? = nil) async throws(ConduitError) -> UDPLink {
+        let configuration = configuration ?? self.configuration
+        try configuration.validate()
+        return try await connectUDP(at: TransportURL(scheme: "udp", host: host, port: port), configuration: configuration, timeout: nil)
+    }
+
+    private func connectUDP(at url: TransportURL, configuration options: Configuration, timeout caller: Duration?) async throws(ConduitError) -> UDPLink {
+        guard url.port != 0 else {
+            throw ConduitError(.invalidAddress, "cannot connect to port 0 (\(url))")
+        }
+        let limit = options.connectLimit(caller: caller)
         let server = try UDPOptions.resolve(url)
         let loop = group.next()
-        let filter = try options.srtp.map { configuration throws(ConduitError) in try configuration.makeFilter(isClient: true) }
+        let filter = try srtpFilter(options, isClient: true)
         let offload = UDPOffloadPolicy(mode: options.offload)
         let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(
@@ -104,13 +162,13 @@ public struct UDPTransport: Transport {
         )
         let timeout = ConduitError(
             .timedOut,
-            "no answer from udp://\(UDPSocket.describe(server)) within \(options.connectTimeoutText)"
+            "no answer from udp://\(UDPSocket.describe(server)) within \(Configuration.describe(limit))"
                 + (options.srtp != nil ? " (SRTP is on: a listener without SRTP cannot read our handshake)" : "")
         )
         do {
             let established = handshake.start(
                 on: channel,
-                timeout: .milliseconds(Int64(options.connectTimeoutMilliseconds)),
+                timeout: .nanoseconds(Int64(clamping: limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)),
                 timeoutError: timeout
             )
             return try await withTaskCancellationHandler {

@@ -1,0 +1,75 @@
+import Conduit
+import ConduitCore
+import ConduitRooms
+import ConduitRelay
+import Testing
+
+/// Data tracks and labeled channels are data streams: a consumer that does not read holds the
+/// link (backpressure) and loses nothing, where they used to drop silently past 8,192 buffered.
+@Suite struct DataStreamBackpressureTests {
+    /// More messages than the 8,192 the old streams kept.
+    static let count = 10_000
+    /// Each receiver's stream holds this many bytes before its link stops being read.
+    static let bufferBytes = 2_048
+
+    /// Sends `count` numbered messages through `send`, retrying while the sender's queue is full.
+    static func sendNumbers(_ send: (Int) async throws -> Bool) async throws {
+        for number in 0..<count {
+            while try await !send(number) { try await Task.sleep(for: .milliseconds(1)) }
+        }
+    }
+
+    /// Waits until `stream` holds its capacity unread (the receiver then reads no more from its
+    /// link), checks it went no further, then reads `count` messages and checks their order.
+    static func expectHeldThenComplete<Element: Sendable>(_ stream: DataStream<Element>, _ text: @escaping @Sendable (Element) -> String) async throws {
+        try await within("the unread stream to fill") {
+            while stream.bufferedBytes < stream.capacity { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        // Bounded by its capacity (plus the one message that crossed it), whatever is still coming.
+        #expect(stream.bufferedBytes <= stream.capacity + 8)
+        let got = try await within("\(count) messages", limit: .seconds(60)) {
+            var got: [String] = []
+            for await element in stream {
+                got.append(text(element))
+                if got.count == count { break }
+            }
+            return got
+        }
+        #expect(got.count == count)
+        #expect(got == (0..<count).map { "\($0)" })
+    }
+
+    @Test func anUnreadTrackHoldsTheLinkAndLosesNothing() async throws {
+        let room = try await LoopbackRoom.start(name: "relay-track-backpressure") { $0.inboundBufferBytes = Self.bufferBytes }
+        let (alice, _) = try await room.join("alice")
+        let (bob, bobLog) = try await room.join("bob")
+        let board = try #require(await alice.publishDataTrack("whiteboard"))
+        try await bobLog.wait(for: "the track announced") { if case .dataTrackPublished("whiteboard", by: "alice", _) = $0 { true } else { false } }
+        let remote = try #require(await bob.subscribeDataTrack("whiteboard", of: "alice"))
+        #expect(remote.messages.capacity == Self.bufferBytes)
+        try await Self.sendNumbers { number in try await board.send(Array("\(number)".utf8)) }
+        let messages: RemoteDataTrack.Messages = remote.messages
+        try await Self.expectHeldThenComplete(messages) { String(decoding: $0, as: UTF8.self) }
+        #expect(await room.server.statistics.slowReceiversDisconnected == 0)
+        await alice.leave()
+        await bob.leave()
+        await room.server.shutdown()
+    }
+
+    @Test func unreadChannelMessagesHoldTheLinkAndLoseNothing() async throws {
+        let room = try await LoopbackRoom.start(name: "relay-channel-backpressure") { $0.inboundBufferBytes = Self.bufferBytes }
+        let declaration = try ChannelDeclaration(label: "#log", direction: .sendrecv, protocolName: "log-v1")
+        let alice = try await room.runtime.join(relay: room.url, room: "room", as: "alice", token: room.token("alice"), channels: [declaration])
+        let bob = try await room.runtime.join(relay: room.url, room: "room", as: "bob", token: room.token("bob"), channels: [declaration])
+        try await within("alice's channels") { while await alice.channels["#log"] == nil { try await Task.sleep(for: .milliseconds(5)) } }
+        try await within("bob's channels") { while await bob.channels["#log"] == nil { try await Task.sleep(for: .milliseconds(5)) } }
+        try await within("alice knows bob") { while await alice.peers != ["bob"] { try await Task.sleep(for: .milliseconds(5)) } }
+        try await Self.sendNumbers { number in try await alice.sendChannelMessage("#log", Array("\(number)".utf8)) }
+        let messages: Conference.ChannelMessages = bob.channelMessages
+        try await Self.expectHeldThenComplete(messages) { String(decoding: $0.message, as: UTF8.self) }
+        #expect(await room.server.statistics.slowReceiversDisconnected == 0)
+        await alice.leave()
+        await bob.leave()
+        await room.server.shutdown()
+    }
+}
