@@ -262,7 +262,9 @@ extension RelayMachine {
             let stream = StreamID(Int(key & 0xFFFF))
             let close = RelayEnvelope.wrap(.relayed, member: member, ControlFrame.sessionClose(streamID: stream, subgroupID: subgroupID, reason: .sessionEnd).encoded)
             for receiver in subgroup.subscribers.sorted() where receiver != member {
-                if let target = rooms[roomID]!.members[receiver] { sendControl(target.connection, close) }
+                if let target = rooms[roomID]!.members[receiver] {
+                    sendControl(target.connection, close, tag: .session(stream: stream, subgroupID: subgroupID, type: nil))
+                }
             }
         }
     }

@@ -6,9 +6,17 @@ struct OutboundSessionState: Sendable {
         var bytes: [UInt8]
         var fragmenter: Fragmenter
         var enqueuedAt: ConduitInstant
+        /// Where it goes (the host's number; 0 for everyone in scope), fixed when it was queued.
+        var destination: UInt16
     }
 
     let type: SessionType
+    /// The session's subgroup's wire number (0: the main room).
+    let subgroupID: UInt16
+    /// Where new messages go (the host's number; 0 for everyone in scope).
+    var destination: UInt16 = 0
+    /// How the link carries this session's data frames (its channel, its type's delivery).
+    let tag: FrameTag
     var nextMessageID: UInt32 = 0
     var queue = Deque<QueuedMessage>()
     /// Bytes not yet emitted, across the queue.
@@ -21,8 +29,10 @@ struct OutboundSessionState: Sendable {
     /// A sender found the queue full and waits for a `sendQueueHasRoom` event.
     var senderIsWaiting = false
 
-    init(type: SessionType, configuration: CallConfiguration, now: ConduitInstant) {
+    init(type: SessionType, subgroupID: UInt16, configuration: CallConfiguration, now: ConduitInstant, tag: FrameTag) {
         self.type = type
+        self.subgroupID = subgroupID
+        self.tag = tag
         self.pacer = Pacer(limit: configuration.rateLimit, now: now)
         self.delayMonitor = QueueDelayMonitor(onThreshold: configuration.queueDelayOn, offThreshold: configuration.queueDelayOff)
     }
@@ -35,6 +45,17 @@ struct OutboundSessionState: Sendable {
     func queueingDelay(now: ConduitInstant) -> Duration {
         guard let head = queue.first else { return .zero }
         return max(now - head.enqueuedAt, pacer.drainTime(of: queuedBytes))
+    }
+}
+
+/// A frame waiting to be written, with how the link should carry it.
+struct TaggedFrame: Sendable {
+    var bytes: [UInt8]
+    var tag: FrameTag
+
+    init(_ bytes: [UInt8], tag: FrameTag = .neutral) {
+        self.bytes = bytes
+        self.tag = tag
     }
 }
 
