@@ -222,8 +222,10 @@ public struct ConferenceStatistics: Sendable, Hashable {
     public var messagesSent = 0
     /// Frames written to the relay.
     public var framesSent = 0
-    /// Session payload bytes: handed to the app, and sent in data frames (headers and envelopes excluded).
-    public var bytesDelivered = 0, bytesSent = 0
+    /// Payload bytes that left in session data frames (frame headers and envelopes excluded).
+    public var bytesSent = 0
+    /// Payload bytes of the session messages and fragments handed to the app.
+    public var bytesDelivered = 0
     /// All counters at zero.
     public init() {}
 }
