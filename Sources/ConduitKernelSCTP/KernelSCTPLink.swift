@@ -10,8 +10,9 @@ import Glibc
 /// SCTP itself retransmits, orders per stream and fragments, so the link is reliable and ordered
 /// for the call (the core's reliability engine is not stacked on it) and unreliable session types
 /// get SCTP's partial reliability instead. Frames are spread over the negotiated outbound streams by
-/// the channel their writer tagged them with (`FrameTag`): the call's own frames on stream 0, each data session on
-/// `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do not wait for it.
+/// the channel their writer tagged them with (`FrameTag`): the call's own frames on stream 0, each
+/// data session on `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do
+/// not wait for it.
 public final class KernelSCTPLink: TransportLink {
     /// Reliable and ordered, with partial reliability (PR-SCTP); 16 KiB frames, messages up to 64 KiB.
     public let capabilities = TransportCapabilities(
