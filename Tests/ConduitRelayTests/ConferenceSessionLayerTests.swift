@@ -4,13 +4,7 @@ import Testing
 /// A conference's sessions are the call's session layer: what the 1:1 call does with its queues,
 /// the conference does too (these are the behaviours the two copies had drifted apart on).
 @Suite struct ConferenceSessionLayerTests {
-    func room(_ names: [String]) -> RoomHarness {
-        var h = RoomHarness()
-        for name in names { h.join(name) }
-        h.advance(by: .seconds(1))
-        for name in names { _ = h.take(name) }
-        return h
-    }
+    func room(_ names: [String]) -> RoomHarness { DataTrackTests().room(names) }
 
     @Test func tooLongQueuedDataFiresWhileTheLinkTakesNothing() {
         var h = room(["alice", "bob"])

@@ -31,23 +31,10 @@ extension ConferenceMachine {
         let header = ChannelFrameHeader(channelID: info.channelID, reliability: info.declaration.reliability, compressed: compressed, sender: 0).bytes
         let messageID = channelMessageIDs[info.channelID, default: 0]
         channelMessageIDs[info.channelID] = messageID &+ 1
-        var fragmenter = Fragmenter(
-            streamID: 100,
-            sessionType: info.declaration.reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
-            subgroupID: info.channelID,
-            messageID: messageID,
-            totalLength: bytes.count,
-            fragmentSize: max(1, configuration.session.fragmentSize - ChannelFrameHeader.size + RelayEnvelope.size),
-            timestamp: 0
+        queueRelayMessage(
+            bytes, header: header, id: info.channelID, messageID: messageID,
+            channel: FrameTag.labeledChannel(info.channelID), reliability: info.declaration.reliability, now: now
         )
-        scratch.removeAll()
-        bytes.withUnsafeBytes { fragmenter.emitAll(of: $0, into: &scratch) }
-        for index in 0..<scratch.count {
-            let frame = header + scratch[index]
-            let tag = FrameTag(channel: FrameTag.labeledChannel(info.channelID), delivery: info.declaration.reliability)
-            trackQueue.append(QueuedTrackFrame(frame: frame, tag: tag, queuedAt: now))
-            trackQueuedBytes += frame.count
-        }
         return .queued(messageID: messageID)
     }
 

@@ -44,25 +44,35 @@ extension ConferenceMachine {
             return .failed(ConduitError(.messageTooLarge, "\(bytes.count) bytes exceed the \(TrackFrameHeader.maxMessageBytes)-byte limit of a track message"))
         }
         guard trackQueuedBytes == 0 || trackQueuedBytes + bytes.count <= configuration.session.maxQueuedBytesPerSession else { return .queueFull }
+        let messageID = track.nextMessageID
+        localTracks[name]!.nextMessageID &+= 1
         let header = TrackFrameHeader(trackID: id, reliability: track.reliability).bytes
+        queueRelayMessage(bytes, header: header, id: id, messageID: messageID, channel: FrameTag.trackChannel(id), reliability: track.reliability, now: now)
+        return .queued(messageID: messageID)
+    }
+
+    /// Cuts one track or labeled-channel message into frames behind `header` (which carries `id`)
+    /// and queues them on the link channel `channel` with the message's reliability.
+    mutating func queueRelayMessage(
+        _ bytes: [UInt8], header: [UInt8], id: UInt16, messageID: UInt32, channel: UInt32, reliability: Reliability, now: ConduitInstant
+    ) {
         var fragmenter = Fragmenter(
             streamID: 100,
-            sessionType: track.reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
+            sessionType: reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
             subgroupID: id,
-            messageID: track.nextMessageID,
+            messageID: messageID,
             totalLength: bytes.count,
-            fragmentSize: max(1, configuration.session.fragmentSize - TrackFrameHeader.size + RelayEnvelope.size),
+            fragmentSize: max(1, configuration.session.fragmentSize - header.count + RelayEnvelope.size),
             timestamp: 0
         )
-        localTracks[name]!.nextMessageID &+= 1
         scratch.removeAll()
         bytes.withUnsafeBytes { fragmenter.emitAll(of: $0, into: &scratch) }
+        let tag = FrameTag(channel: channel, delivery: reliability)
         for index in 0..<scratch.count {
             let frame = header + scratch[index]
-            trackQueue.append(QueuedTrackFrame(frame: frame, tag: FrameTag(channel: FrameTag.trackChannel(id), delivery: track.reliability), queuedAt: now))
+            trackQueue.append(QueuedTrackFrame(frame: frame, tag: tag, queuedAt: now))
             trackQueuedBytes += frame.count
         }
-        return .queued(messageID: fragmenter.header.messageID)
     }
 
     /// Subscribes to `publisher`'s track `name` (it must have been announced).
