@@ -208,7 +208,7 @@ public struct LinkDataFrame: Sendable, Hashable {
 public struct LinkFrameReader {
     let packet: UnsafeRawBufferPointer
     var position: Int
-    let end: Int
+    package let end: Int
 
     /// `frames` is the range ``LinkPacket/open(_:expectChecksum:crc32c:)`` returned.
     public init(packet: UnsafeRawBufferPointer, frames: Range<Int>) {

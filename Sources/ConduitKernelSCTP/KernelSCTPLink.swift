@@ -11,8 +11,9 @@ import Glibc
 /// SCTP itself retransmits, orders per stream and fragments, so the link is reliable and ordered
 /// for the call (the core's reliability engine is not stacked on it) and unreliable session types
 /// get SCTP's partial reliability instead. Frames are spread over the negotiated outbound streams by
-/// their `LinkChannelMap` channel: the call's own frames on stream 0, each data session on
-/// `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do not wait for it.
+/// the channel their writer tagged them with (`FrameTag`): the call's own frames on stream 0, each
+/// data session on `1 + channel % (streams - 1)`, so its frames stay in order and other sessions do
+/// not wait for it.
 public final class KernelSCTPLink: TransportLink {
     /// Reliable and ordered, with partial reliability (PR-SCTP); 16 KiB frames, messages up to 64 KiB.
     public let capabilities = TransportCapabilities(
@@ -38,18 +39,17 @@ public final class KernelSCTPLink: TransportLink {
 
     /// The SCTP stream for a channel (see the type's comment).
     static func stream(for channel: UInt32, streams: UInt16) -> UInt16 {
-        guard channel != LinkChannelMap.callChannel, streams > 1 else { return 0 }
+        guard channel != FrameTag.controlChannel, streams > 1 else { return 0 }
         return UInt16(1 + channel % UInt32(streams - 1))
     }
 
     /// Sends each datagram of the batch as one SCTP message on its session's stream, with the session type's ordering and partial reliability. Suspends while the socket's send buffer is full; throws `connectionClosed` once the association is gone.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
         for index in 0..<batch.count {
-            let range = batch.range(of: index)
-            let (channel, delivery) = batch.storage.withUnsafeBytes { LinkChannelMap.classify(UnsafeRawBufferPointer(rebasing: $0[range])) }
-            let stream = Self.stream(for: channel, streams: streams)
+            let tag = batch.tag(at: index)
+            let stream = Self.stream(for: tag.channel, streams: streams)
             // A copy per frame: the bytes must outlive a suspension while the socket is full.
-            try await socket.send(batch[index], stream: stream, delivery: delivery)
+            try await socket.send(batch[index], stream: stream, delivery: tag.delivery)
         }
     }
 

@@ -11,7 +11,7 @@ import Glibc
 /// A second SCTP backend beside usrsctp (`sctp+udp://`, the default): native SCTP packets (IP
 /// protocol 132) on one-to-one style sockets (`SOCK_STREAM`, RFC 6458 section 4), where the kernel
 /// supports them. Every Conduit frame is one SCTP user message. Frames go on the SCTP stream of their
-/// data session (`LinkChannelMap.classify(_:)`), so sessions do not block each other, with the
+/// data session (the frame's `FrameTag`), so sessions do not block each other, with the
 /// session type's delivery: ordered or unordered (`SCTP_UNORDERED`), and partial reliability
 /// (RFC 3758) through `sctp_sendv` with `SCTP_PR_SCTP_RTX` or `SCTP_PR_SCTP_TTL`.
 ///

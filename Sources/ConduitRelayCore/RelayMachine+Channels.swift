@@ -63,10 +63,10 @@ extension RelayMachine {
         ChannelFrameHeader.stampSender(&frame, member)
         statistics.framesAccepted += 1
         var slow: [RelayConnectionID] = []
-        let key = 0xFFFE_0000 | UInt32(header.channelID)
+        let tag = FrameTag(channel: FrameTag.labeledChannel(header.channelID), delivery: header.reliability)
         for (number, direction) in channel.directions.sorted(by: { $0.key < $1.key }) where number != member && direction.receives {
             guard let receiver = rooms[roomID]!.members[number] else { continue }
-            deliver(frame, reliable: header.reliability.isFullyReliable, key: key, to: receiver, slow: &slow, now: now)
+            deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
         }
         for connection in slow {
             statistics.slowReceiversDisconnected += 1

@@ -257,7 +257,7 @@ extension RelayMachine {
     }
 
     /// Tells the subgroup's other members that `member`'s sessions in it ended.
-    mutating func closeSessions(of member: UInt16, in subgroupID: UInt16, room roomID: RoomID) {
+    package mutating func closeSessions(of member: UInt16, in subgroupID: UInt16, room roomID: RoomID) {
         guard subgroupID != 0, let subgroup = rooms[roomID]!.subgroups[subgroupID] else { return }
         let keys = rooms[roomID]!.members[member]!.sessions.keys.filter { $0 >> 16 == UInt32(subgroupID) }.sorted()
         for key in keys {
@@ -265,7 +265,9 @@ extension RelayMachine {
             let stream = StreamID(Int(key & 0xFFFF))
             let close = RelayEnvelope.wrap(.relayed, member: member, ControlFrame.sessionClose(streamID: stream, subgroupID: subgroupID, reason: .sessionEnd).encoded)
             for receiver in subgroup.subscribers.sorted() where receiver != member {
-                if let target = rooms[roomID]!.members[receiver] { sendControl(target.connection, close) }
+                if let target = rooms[roomID]!.members[receiver] {
+                    sendControl(target.connection, close, tag: .session(stream: stream, subgroupID: subgroupID, type: nil))
+                }
             }
         }
     }

@@ -18,14 +18,14 @@ extension RelayMachine {
         let grant = rooms[roomID]!.members[member]!.grant
         let subgroupID: UInt16
         let streamKey: UInt32
-        var reliable = true
+        var tag = FrameTag.neutral
         switch try? FrameKind.peek(inner) {
         case .data?:
             guard let (header, _) = try? DataFrameHeader.parse(inner) else { return refuseFrame(.malformed) }
             guard grant.canPublish else { return refuseFrame(.receiveOnly) }
             subgroupID = header.subgroupID
-            reliable = header.sessionType.isReliable
             streamKey = Self.sessionKey(stream: header.streamID.wireValue, subgroupID: subgroupID)
+            tag = FrameTag(channel: streamKey, delivery: .for(header.sessionType))
             guard authorizeScope(member, subgroupID: subgroupID, in: roomID) else { return }
             guard noteSession(member, key: streamKey, type: header.sessionType, in: roomID) else { return }
         case .control?:
@@ -36,12 +36,14 @@ extension RelayMachine {
                 guard sub == 0 || rooms[roomID]!.subgroups[sub]?.name == name else { return refuseFrame(.unjoinedSubgroup) }
                 subgroupID = sub
                 streamKey = Self.sessionKey(stream: stream.wireValue, subgroupID: sub)
+                tag = FrameTag(channel: streamKey)
                 guard authorizeScope(member, subgroupID: sub, in: roomID) else { return }
                 guard noteSession(member, key: streamKey, type: type, in: roomID) else { return }
             case .sessionClose(let stream, let sub, _):
                 guard grant.canPublish else { return refuseFrame(.receiveOnly) }
                 subgroupID = sub
                 streamKey = Self.sessionKey(stream: stream.wireValue, subgroupID: sub)
+                tag = FrameTag(channel: streamKey)
                 guard authorizeScope(member, subgroupID: sub, in: roomID) else { return }
                 rooms[roomID]!.members[member]!.sessions[streamKey] = nil
             case .sessionUnsupported(let stream, let sub):
@@ -77,15 +79,15 @@ extension RelayMachine {
 
         var slow: [RelayConnectionID] = []
         if to != 0 {
-            deliver(frame, reliable: reliable, key: streamKey, to: rooms[roomID]!.members[to]!, slow: &slow)
+            deliver(frame, tag: tag, to: rooms[roomID]!.members[to]!, slow: &slow)
         } else if subgroupID == 0 {
             for (number, receiver) in rooms[roomID]!.members where number != member {
-                deliver(frame, reliable: reliable, key: streamKey, to: receiver, slow: &slow)
+                deliver(frame, tag: tag, to: receiver, slow: &slow)
             }
         } else {
             for number in rooms[roomID]!.subgroups[subgroupID]!.subscribers where number != member {
                 guard let receiver = rooms[roomID]!.members[number] else { continue }
-                deliver(frame, reliable: reliable, key: streamKey, to: receiver, slow: &slow)
+                deliver(frame, tag: tag, to: receiver, slow: &slow)
             }
         }
         for connection in slow {
@@ -122,16 +124,17 @@ extension RelayMachine {
 
     /// Queues `frame` for one receiver under its caps: unreliable frames past the unreliable cap
     /// are dropped and counted; a reliable frame past the hard cap marks the receiver slow (it is
-    /// disconnected after this fan-out, so the loop over the room stays undisturbed).
-    mutating func deliver(_ frame: [UInt8], reliable: Bool, key: UInt32, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant = .zero) {
+    /// disconnected after this fan-out, so the loop over the room stays undisturbed). `tag` is the
+    /// frame's link channel (a session's is its stream key) and delivery.
+    mutating func deliver(_ frame: [UInt8], tag: FrameTag, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant = .zero) {
         guard receiver.grant.canSubscribe else { return }
-        if receiver.unsupported.contains(key) {
+        if !receiver.unsupported.isEmpty, receiver.unsupported.contains(tag.channel) {
             statistics.droppedUnsupported += 1
             return
         }
         let id = receiver.connection
         // One dictionary access for the whole enqueue: this runs once per receiver per frame.
-        let outcome = connections[id]!.enqueue(frame, reliable: reliable, now: now, configuration: configuration)
+        let outcome = connections[id]!.enqueue(frame, tag: tag, now: now, configuration: configuration)
         switch outcome {
         case .queued(let signal):
             statistics.framesRelayed += 1
@@ -149,8 +152,9 @@ extension RelayMachine {
 extension RelayMachine.Connection {
     /// (A mutating method called through `connections[id]!` mutates in place; passing
     /// `&connections[id]!` as an inout argument would copy the queues out and back.)
-    mutating func enqueue(_ frame: [UInt8], reliable: Bool, now: ConduitInstant, configuration: RelayConfiguration) -> RelayMachine.EnqueueOutcome {
+    package mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> RelayMachine.EnqueueOutcome {
         let queued = outboxBytes
+        let reliable = tag.delivery.isFullyReliable
         if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
             unreliableDropped += 1
             return .droppedUnreliable
@@ -158,6 +162,7 @@ extension RelayMachine.Connection {
         if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
         outbox.append(frame)
         queuedAt.append(now)
+        tags.append(tag)
         outboxBytes += frame.count
         let signal = !transmitSignalled
         transmitSignalled = true

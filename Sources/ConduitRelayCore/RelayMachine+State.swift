@@ -16,6 +16,8 @@ extension RelayMachine {
         var outbox = Deque<[UInt8]>()
         /// When each frame in `outbox` was queued (a track frame's lifetime counts the wait).
         var queuedAt = Deque<ConduitInstant>()
+        /// How the link carries each frame in `outbox` (its channel and delivery).
+        var tags = Deque<FrameTag>()
         var outboxBytes = 0
         /// A `.transmit` action is outstanding (one per non-empty outbox, not one per frame).
         var transmitSignalled = false

@@ -87,10 +87,10 @@ extension RelayMachine {
         let frame = Array(datagram)
         statistics.framesAccepted += 1
         var slow: [RelayConnectionID] = []
-        let key = 0xFFFF_0000 | UInt32(header.trackID)
+        let tag = FrameTag(channel: FrameTag.trackChannel(header.trackID), delivery: header.reliability)
         for number in track.subscribers.sorted() where number != member {
             guard let receiver = rooms[roomID]!.members[number] else { continue }
-            deliver(frame, reliable: header.reliability.isFullyReliable, key: key, to: receiver, slow: &slow, now: now)
+            deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
         }
         for connection in slow {
             statistics.slowReceiversDisconnected += 1

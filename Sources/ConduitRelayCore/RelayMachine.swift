@@ -69,6 +69,7 @@ public struct RelayMachine: Sendable {
         var count = 0
         while let frame = connections[id]!.outbox.first, batch.isEmpty || batch.byteCount + frame.count <= maxBytes {
             let queuedAt = connections[id]!.queuedAt.removeFirst()
+            let tag = connections[id]!.tags.removeFirst()
             connections[id]!.outbox.removeFirst()
             connections[id]!.outboxBytes -= frame.count
             if let now, let lifetime = TrackFrameHeader.remainingLifetime(frame) {
@@ -79,9 +80,9 @@ public struct RelayMachine: Sendable {
                 }
                 var patched = frame
                 TrackFrameHeader.setRemainingLifetime(&patched, milliseconds: lifetime - UInt32(held))
-                batch.append(patched)
+                batch.append(patched, tag: tag.withRemainingLifetime(milliseconds: lifetime - UInt32(held)))
             } else {
-                batch.append(frame)
+                batch.append(frame, tag: tag)
             }
             count += 1
         }
@@ -148,11 +149,13 @@ public struct RelayMachine: Sendable {
 
     // MARK: Output helpers
 
-    /// Queues a control frame for `id`, outside the data caps (control is small and rare).
-    mutating func sendControl(_ id: RelayConnectionID, _ frame: [UInt8]) {
+    /// Queues a control frame for `id`, outside the data caps (control is small and rare). Room
+    /// control rides the link's control channel; a session's control frame passes its session's tag.
+    mutating func sendControl(_ id: RelayConnectionID, _ frame: [UInt8], tag: FrameTag = .neutral) {
         guard connections[id] != nil else { return }
         connections[id]!.outbox.append(frame)
         connections[id]!.queuedAt.append(.zero)
+        connections[id]!.tags.append(tag)
         connections[id]!.outboxBytes += frame.count
         signal(id)
     }
@@ -171,6 +174,7 @@ public struct RelayMachine: Sendable {
         connections[id]!.phase = .closing
         connections[id]!.outbox.removeAll()
         connections[id]!.queuedAt.removeAll()
+        connections[id]!.tags.removeAll()
         connections[id]!.outboxBytes = 0
         sendControl(id, frame)
         actions.append(.close(id))

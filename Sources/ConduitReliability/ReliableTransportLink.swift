@@ -18,7 +18,7 @@ public import Logging
 /// barrier before a goodbye), not to an adapter as events; a failed write ends the link at once
 /// (there is no goodbye below it to wait for); and closing drains acknowledgements rather than
 /// waiting for a machine to end. It shares the driver's clock, timer and executor.
-/// Frames from the call are put on channels by `LinkChannelMap` (one per data session, with
+/// Frames go on the channel their writer tagged them with (`FrameTag`: one per data session, with
 /// the session type's delivery), so a lossy unreliable session never stalls a reliable one.
 ///
 /// When the inner link has a `TransportLink.preferredExecutor` (a UDP link's event loop), the
@@ -130,7 +130,8 @@ public actor ReliableTransportLink: TransportLink {
         // are queued at the same instant.
         var current = now()
         for index in 0..<batch.count {
-            if batch.withDatagram(index, LinkChannelMap.isGoodbye) {
+            let tag = batch.tag(at: index)
+            if tag.isBarrier {
                 // Channels are independent, so a goodbye could overtake the data written before
                 // it and end the peer's call early. It waits until everything before it was
                 // acknowledged (or the link ended): what the call sent before hanging up arrives.
@@ -140,8 +141,7 @@ public actor ReliableTransportLink: TransportLink {
             while true {
                 if let failure = writeFailure { throw failure }
                 let result = batch.withDatagram(index) { frame -> ReliableLink.SendResult in
-                    let (channel, delivery) = LinkChannelMap.classify(frame)
-                    return engine.send(Array(frame), channel: channel, delivery: delivery, now: current)
+                    engine.send(Array(frame), channel: tag.channel, delivery: tag.delivery, now: current)
                 }
                 switch result {
                 case .queued:

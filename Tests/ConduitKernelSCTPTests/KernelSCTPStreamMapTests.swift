@@ -8,7 +8,7 @@ import Testing
 @Suite("kernel SCTP: channel to stream")
 struct KernelSCTPStreamMapTests {
     @Test func theCallChannelUsesStreamZero() {
-        #expect(KernelSCTPLink.stream(for: LinkChannelMap.callChannel, streams: 1_024) == 0)
+        #expect(KernelSCTPLink.stream(for: FrameTag.controlChannel, streams: 1_024) == 0)
     }
 
     @Test func sessionsUseStreamsOneAndUpAndStayOnTheirStream() {
@@ -16,7 +16,7 @@ struct KernelSCTPStreamMapTests {
         var seen: Set<UInt16> = []
         for stream in UInt16(100)...999 {
             for subgroup in UInt16(0)..<3 {
-                let channel = LinkChannelMap.channel(stream: stream, subgroupID: subgroup)
+                let channel = FrameTag.sessionChannel(stream: stream, subgroupID: subgroup)
                 let sctpStream = KernelSCTPLink.stream(for: channel, streams: streams)
                 #expect((1..<streams).contains(sctpStream))
                 #expect(KernelSCTPLink.stream(for: channel, streams: streams) == sctpStream)
@@ -27,7 +27,7 @@ struct KernelSCTPStreamMapTests {
     }
 
     @Test func withOneStreamEverythingSharesIt() {
-        #expect(KernelSCTPLink.stream(for: LinkChannelMap.channel(stream: 100, subgroupID: 0), streams: 1) == 0)
+        #expect(KernelSCTPLink.stream(for: FrameTag.sessionChannel(stream: 100, subgroupID: 0), streams: 1) == 0)
     }
 
     @Test func badURLsAreTypedErrors() async throws {

@@ -136,6 +136,7 @@ import Testing
         var out = DatagramBatch()
         h.clients["alice"]!.machine.pollTransmit(now: h.now, into: &out)
         #expect(TrackFrameHeader.remainingLifetime(out[0]) == 700)
+        #expect(out.tag(at: 0).delivery == Reliability(ordered: false, limit: .maxPacketLifeTime(milliseconds: 700)))
         h.relay.handle(h.clients["alice"]!.connection, batch: out, now: h.now)
         // 400 ms more at the relay before carol's copy is written out; bob's goes at once.
         var toBob = DatagramBatch()
@@ -153,10 +154,13 @@ import Testing
         h.relay.pollTransmit(h.clients["carol"]!.connection, into: &late, now: h.now + .milliseconds(1_000))
         #expect(late.isEmpty)
         #expect(h.relay.statistics.expiredInRelay == 1)
-        // And the link under each leg gives up by what is left: the channel map hands the
-        // reliability engine the remaining lifetime.
-        let (_, delivery) = toCarol.withDatagram(0) { LinkChannelMap.classify($0) }
-        #expect(delivery == Reliability(ordered: false, limit: .maxPacketLifeTime(milliseconds: 300)))
+        // And the link under each leg gives up by what is left: the relay tags the frame with the
+        // track's channel and the remaining lifetime for the reliability engine.
+        let trackID = try #require(h.clients["alice"]!.machine.announcedTrackID("cursor"))
+        #expect(toCarol.tag(at: 0) == FrameTag(
+            channel: FrameTag.trackChannel(trackID),
+            delivery: Reliability(ordered: false, limit: .maxPacketLifeTime(milliseconds: 300))
+        ))
     }
 
     @Test func tracksEndToEndOnLoopback() async throws {

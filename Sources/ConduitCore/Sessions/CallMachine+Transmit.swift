@@ -5,92 +5,10 @@ extension CallMachine {
     @discardableResult
     public mutating func pollTransmit(now: ConduitInstant, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024) -> Int {
         let before = batch.count
-        defer { statistics.framesSent += batch.count - before }
-        while let frame = controlOut.first, batch.byteCount + frame.count <= maxBytes || batch.isEmpty {
-            batch.append(frame)
-            controlOut.removeFirst()
-        }
-        guard isConnected, !outboundOrder.isEmpty else { return batch.count - before }
-
-        // Deficit-free round robin: each pass gives every ready session one fragment.
-        var progressed = true
-        while progressed, batch.byteCount < maxBytes {
-            progressed = false
-            for _ in 0..<outboundOrder.count {
-                let key = outboundOrder[nextOutboundIndex % outboundOrder.count]
-                nextOutboundIndex = (nextOutboundIndex + 1) % outboundOrder.count
-                if emitFragment(key, now: now, into: &batch) { progressed = true }
-                if batch.byteCount >= maxBytes { break }
-            }
-        }
-        for key in outboundOrder { updateDelay(key, now: now, ifOpen: true) }
+        sessions.pollControl(into: &batch, maxBytes: maxBytes)
+        if isConnected { sessions.pollSessions(now: now, into: &batch, maxBytes: maxBytes) }
+        sessions.statistics.framesSent += batch.count - before
         return batch.count - before
-    }
-
-    /// Emits one fragment of `key`'s head message if its pacer allows.
-    mutating func emitFragment(_ key: SessionKey, now: ConduitInstant, into batch: inout DatagramBatch) -> Bool {
-        // One hash lookup, then one in-place access to the entry (`inout` through its index): a
-        // read through the index would copy the whole session, and a copy alive while its queue
-        // changes would make the queue copy itself.
-        let index = outbound.index(forKey: key)!
-        let outcome = Self.emitFragment(
-            of: &outbound.values[index], now: now, into: &batch, maxQueuedBytes: configuration.maxQueuedBytesPerSession, sentBytes: &statistics.bytesSent
-        )
-        switch outcome {
-        case .notReady:
-            return false
-        case .fragment:
-            return true
-        case .lastFragment(let drainedWhileClosing, let senderMayResume):
-            statistics.messagesSent += 1
-            if drainedWhileClosing {
-                finishClosing(key)
-            } else if senderMayResume {
-                events.append(.sendQueueHasRoom(key))
-            }
-            return true
-        }
-    }
-
-    enum EmitOutcome {
-        case notReady
-        case fragment
-        case lastFragment(drainedWhileClosing: Bool, senderMayResume: Bool)
-    }
-
-    /// Adds the fragment's payload size to `sentBytes`.
-    static func emitFragment(
-        of session: inout OutboundSessionState, now: ConduitInstant, into batch: inout DatagramBatch, maxQueuedBytes: Int, sentBytes: inout Int
-    ) -> EmitOutcome {
-        guard session.isOpen, !session.queue.isEmpty, session.pacer.mayRelease(now: now) else { return .notReady }
-        let before = session.queue[0].fragmenter.remainingBytes
-        let size = session.queue[0].fragmenter.nextFrameSize
-        session.queue[0].bytes.withUnsafeBytes { message in
-            _ = session.queue[0].fragmenter.emitNext(of: message, into: &batch)
-        }
-        session.pacer.consume(size, now: now)
-        let emitted = before - session.queue[0].fragmenter.remainingBytes
-        session.queuedBytes -= emitted
-        sentBytes += emitted
-        guard session.queue[0].fragmenter.isFinished else { return .fragment }
-        session.queue.removeFirst()
-        if session.isClosing, session.queue.isEmpty {
-            return .lastFragment(drainedWhileClosing: true, senderMayResume: false)
-        }
-        let senderMayResume = session.senderIsWaiting && session.queuedBytes < maxQueuedBytes
-        if senderMayResume { session.senderIsWaiting = false }
-        return .lastFragment(drainedWhileClosing: false, senderMayResume: senderMayResume)
-    }
-
-    mutating func updateDelay(_ key: SessionKey, now: ConduitInstant, ifOpen: Bool = false) {
-        let index = outbound.index(forKey: key)!
-        let change = { (session: inout OutboundSessionState) -> Bool? in
-            guard !ifOpen || session.isOpen else { return nil }
-            return session.delayMonitor.update(delay: session.queueingDelay(now: now))
-        }(&outbound.values[index])
-        if let enabled = change {
-            events.append(.tooLongQueuedData(key, enabled: enabled))
-        }
     }
 
     /// ``nextTransmit(now:)`` and ``nextTimeout()`` in one walk, each session read in place.
@@ -98,38 +16,21 @@ extension CallMachine {
     /// it in place (a non-mutating call copies the whole machine first, which the pump did before
     /// every write); it changes nothing.
     public mutating func deadlines(now: ConduitInstant) -> (transmit: ConduitInstant?, timeout: ConduitInstant?) {
-        var transmit: ConduitInstant?
-        var timeout = reassembler.nextExpiry
-        // By index, not `for (key, session) in outbound` (a copy of each session) nor over
-        // `outbound.indices` (a second reference to the storage would make the access copy it).
-        var index = outbound.startIndex
-        while index != outbound.endIndex {
-            let (release, due) = { (session: inout OutboundSessionState) in
-                (session.releaseDeadline(now: now), session.delayCheckDeadline)
-            }(&outbound.values[index])
-            transmit = LinkTime.earliest(transmit, release)
-            timeout = LinkTime.earliest(timeout, due)
-            outbound.formIndex(after: &index)
-        }
-        return (transmit, timeout)
+        sessions.deadlines(now: now)
     }
 
     /// True if there is anything to transmit right now.
-    public func hasPendingControl() -> Bool { !controlOut.isEmpty }
+    public func hasPendingControl() -> Bool { !sessions.controlOut.isEmpty }
 
     /// When ``handleTimeout(now:)`` must run even if nothing else happens: an incomplete unreliable
     /// message expires, or a waiting message's age reaches the `tooLongQueuedData` threshold. This
     /// deadline holds even while the link refuses writes, which is exactly when the app must hear
     /// that its data is queueing.
-    public func nextTimeout() -> ConduitInstant? {
-        outbound.values.reduce(reassembler.nextExpiry) { LinkTime.earliest($0, $1.delayCheckDeadline) }
-    }
+    public func nextTimeout() -> ConduitInstant? { sessions.nextTimeout() }
 
     /// When a paced session may next release a frame (now, if one may already), or nil when
     /// nothing is queued.
-    public func nextTransmit(now: ConduitInstant) -> ConduitInstant? {
-        outbound.values.reduce(nil) { LinkTime.earliest($0, $1.releaseDeadline(now: now)) }
-    }
+    public func nextTransmit(now: ConduitInstant) -> ConduitInstant? { sessions.nextTransmit(now: now) }
 
     /// The earlier of ``nextTimeout()`` and ``nextTransmit(now:)``.
     public func nextDeadline(now: ConduitInstant) -> ConduitInstant? {
@@ -137,35 +38,10 @@ extension CallMachine {
     }
 
     /// Lets time pass: expires incomplete unreliable messages and re-evaluates queue delays.
-    public mutating func handleTimeout(now: ConduitInstant) {
-        reassembler.expire(now: now)
-        statistics.reassembly = reassembler.statistics
-        for key in outboundOrder { updateDelay(key, now: now, ifOpen: true) }
-    }
-}
+    public mutating func handleTimeout(now: ConduitInstant) { sessions.handleTimeout(now: now) }
 
-extension OutboundSessionState {
-    /// When this session's oldest waiting message reaches the `tooLongQueuedData` threshold (nil
-    /// while the event is on, or nothing waits in an open session).
-    package var delayCheckDeadline: ConduitInstant? {
-        guard isOpen, !delayMonitor.isTooLong, let head = queue.first else { return nil }
-        return head.enqueuedAt + delayMonitor.onThreshold
-    }
-
-    /// When its pacer releases its next frame (nil unless it is open with something queued).
-    package func releaseDeadline(now: ConduitInstant) -> ConduitInstant? {
-        guard isOpen, !queue.isEmpty else { return nil }
-        return pacer.nextRelease(now: now)
-    }
-}
-
-extension CallMachine {
     /// The longest queueing delay among the open outbound sessions (zero when every queue is
     /// empty): what `tooLongQueuedData` watches, for a driver that reports it (a walk over the
     /// sessions; drivers sample it in batches, not per message).
-    public func longestQueueingDelay(now: ConduitInstant) -> Duration {
-        var longest = Duration.zero
-        for session in outbound.values where session.isOpen { longest = max(longest, session.queueingDelay(now: now)) }
-        return longest
-    }
+    public func longestQueueingDelay(now: ConduitInstant) -> Duration { sessions.longestQueueingDelay(now: now) }
 }

@@ -1,5 +1,3 @@
-import DequeModule
-
 /// The sans-IO state machine of one call between two peers over one transport link.
 ///
 /// It follows quinn-proto's contract: the driver feeds it datagrams (``handle(batch:now:)``),
@@ -25,20 +23,9 @@ public struct CallMachine: Sendable {
     /// Handshaking, connected or ended.
     public internal(set) var phase: Phase = .handshaking
     /// Counters of what the call received, delivered, sent and dropped.
-    public internal(set) var statistics = CallStatistics()
-
-    var outbound: [SessionKey: OutboundSessionState] = [:]
-    /// Round-robin order of outbound sessions, so one busy stream cannot starve the others.
-    var outboundOrder: [SessionKey] = []
-    var nextOutboundIndex = 0
-    var inbound: [SessionKey: InboundSessionState] = [:]
-    /// Streams this side told the peer it does not support.
-    var locallyUnsupported: Set<SessionKey> = []
-    var reassembler: Reassembler
-    var controlOut = Deque<[UInt8]>()
-    var events = Deque<CallEvent>()
-    /// Set when a send lands in an empty queue (see ``takeQueueHeadAdded()``).
-    var queueHeadAdded = false
+    public var statistics: CallStatistics { sessions.statistics }
+    /// The data sessions, both ways; also the queues of the call's control frames and events.
+    var sessions: SessionLayer<CallSessionHost>
     var localSubgroupIDs: [SubgroupName: UInt16] = [:]
     var remoteSubgroups: [UInt16: SubgroupName] = [:]
     /// Subgroups a peer may announce; past this, its frames for new ones are dropped and counted.
@@ -46,11 +33,10 @@ public struct CallMachine: Sendable {
 
     /// Starts a call as `localPeer`: the hello is queued for the first ``pollTransmit(now:into:maxBytes:)``.
     public init(localPeer: PeerID, configuration: CallConfiguration = .init()) {
-        precondition(configuration.fragmentSize > 0 && configuration.fragmentSize <= Int(UInt16.max), "fragment size must be 1...65535")
         self.localPeer = localPeer
         self.configuration = configuration
-        self.reassembler = Reassembler(configuration: configuration.reassembly)
-        controlOut.append(ControlFrame.hello(peer: localPeer, dataSessionsSupported: configuration.dataSessionsSupported).encoded)
+        self.sessions = SessionLayer(configuration: configuration, maxSenders: 1)
+        sessions.controlOut.append(TaggedFrame(ControlFrame.hello(peer: localPeer, dataSessionsSupported: configuration.dataSessionsSupported).encoded))
     }
 
     /// Whether both sides said hello and the call has not ended.
@@ -59,22 +45,16 @@ public struct CallMachine: Sendable {
         return false
     }
 
-    /// Whether the call ended.
-    public var isEnded: Bool {
-        if case .ended = phase { return true }
-        return false
-    }
+    /// Whether the call ended (its sessions ended with it).
+    public var isEnded: Bool { sessions.isEnded }
 
     /// The next event for the driver, or nil when there is none.
-    public mutating func pollEvent() -> CallEvent? { events.popFirst() }
+    public mutating func pollEvent() -> CallEvent? { sessions.events.popFirst() }
 
     /// Whether a send landed in an empty queue since the last call: only then can
     /// ``nextTimeout()`` and ``nextTransmit(now:)`` have moved earlier because of sends, so a
     /// driver re-arms its timers after a send only when this says so (both walk every session).
-    public mutating func takeQueueHeadAdded() -> Bool {
-        defer { queueHeadAdded = false }
-        return queueHeadAdded
-    }
+    public mutating func takeQueueHeadAdded() -> Bool { sessions.takeQueueHeadAdded() }
 
     // MARK: Sender side
 
@@ -84,139 +64,53 @@ public struct CallMachine: Sendable {
         guard case .connected(_, let peerSupports) = phase, peerSupports, configuration.dataSessionsSupported else {
             return .internal
         }
-        guard outbound[key] == nil else { return .alreadyExist }
-        outbound[key] = OutboundSessionState(type: type, configuration: configuration, now: now)
-        outboundOrder.append(key)
-        let subgroupID = localSubgroupID(for: key.subgroup)
-        controlOut.append(ControlFrame.sessionOpen(streamID: key.streamID, subgroupID: subgroupID, subgroup: key.subgroup, type: type).encoded)
+        guard sessions.outboundType(key) == nil else { return .alreadyExist }
+        sessions.openOutbound(key, type: type, subgroupID: localSubgroupID(for: key.subgroup), now: now)
         return .none
     }
 
     /// The type of outbound session `key`, or nil if there is none.
-    public func outboundType(_ key: SessionKey) -> SessionType? { outbound[key]?.type }
+    public func outboundType(_ key: SessionKey) -> SessionType? { sessions.outboundType(key) }
 
     /// Why outbound session `key` closed, or nil while it is open (or unknown).
-    public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { outbound[key]?.closeReason }
+    public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { sessions.outboundCloseReason(key) }
 
     /// Offers one `send` to a session's queue. Sizes and state are checked here, so an oversize or
     /// closed send fails at the call instead of vanishing later.
     public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {
-        // Read scalars only, then mutate the dictionary entry in place: a copied-out session
-        // would share its queue's storage, and appending would copy the whole queue on every send.
-        guard let index = outbound.index(forKey: key) else {
-            return .failed(ConduitError(.sessionClosed, "no outbound session for \(key)", closeReason: .internal))
-        }
-        let state = { (session: inout OutboundSessionState) in
-            (type: session.type, closeReason: session.closeReason, isClosing: session.isClosing,
-             queueIsEmpty: session.queue.isEmpty, queuedBytes: session.queuedBytes, nextMessageID: session.nextMessageID)
-        }(&outbound.values[index])
-        if let reason = state.closeReason { return .failed(.closed(reason)) }
-        if state.isClosing { return .failed(.closed(.sessionEnd)) }
-        guard bytes.count <= state.type.maxSendSize else {
-            return .failed(ConduitError(
-                .messageTooLarge,
-                "\(bytes.count) bytes exceed the \(state.type.maxSendSize)-byte limit of a \(state.type) send"
-            ))
-        }
-        if !state.queueIsEmpty, state.queuedBytes + bytes.count > configuration.maxQueuedBytesPerSession {
-            outbound.values[index].senderIsWaiting = true
-            updateDelay(key, now: now)
-            return .queueFull
-        }
-        let messageID = state.nextMessageID
-        let type = state.type
-        let fragmenter = Fragmenter(
-            streamID: key.streamID,
-            sessionType: type,
-            subgroupID: localSubgroupID(for: key.subgroup),
-            messageID: messageID,
-            totalLength: bytes.count,
-            fragmentSize: configuration.fragmentSize,
-            timestamp: timestamp
-        )
-        // The entry is changed in place through its index (no key was added or removed since).
-        outbound.values[index].nextMessageID &+= 1
-        outbound.values[index].queue.append(.init(bytes: bytes, fragmenter: fragmenter, enqueuedAt: now))
-        outbound.values[index].queuedBytes += bytes.count
-        if state.queueIsEmpty { queueHeadAdded = true }
-        updateDelay(key, now: now)
-        return .queued(messageID: messageID)
+        sessions.enqueue(key, bytes: bytes, timestamp: timestamp, now: now)
     }
 
     /// Closes an outbound session gracefully, as `RTCDataChannel.close()` does: sends are refused
     /// from now on, messages already accepted are still sent, and then the receiver's inbound
     /// session closes with `sessionEnd` after the last of them. `outboundClosed` fires at that point.
     /// (Ending the whole call, by contrast, discards what is still queued.)
-    public mutating func closeOutbound(_ key: SessionKey) {
-        guard let session = outbound[key], session.acceptsSends else { return }
-        outbound[key]!.isClosing = true
-        if session.queue.isEmpty {
-            finishClosing(key)
-        } else if session.senderIsWaiting {
-            // A sender waiting for room must learn now that no more sends are taken.
-            outbound[key]!.senderIsWaiting = false
-            events.append(.sendQueueHasRoom(key))
-        }
-    }
-
-    /// The closing session's queue has drained: announce the close after its last data frame.
-    mutating func finishClosing(_ key: SessionKey) {
-        closeOutbound(key, reason: .sessionEnd)
-        if !isEnded {
-            controlOut.append(ControlFrame.sessionClose(streamID: key.streamID, subgroupID: localSubgroupID(for: key.subgroup), reason: .sessionEnd).encoded)
-        }
-    }
-
-    mutating func closeOutbound(_ key: SessionKey, reason: DataSessionCloseReason) {
-        guard var session = outbound[key], session.isOpen else { return }
-        session.closeReason = reason
-        session.queue.removeAll()
-        session.queuedBytes = 0
-        let wasWaiting = session.senderIsWaiting
-        session.senderIsWaiting = false
-        outbound[key] = session
-        events.append(.outboundClosed(key, reason))
-        if wasWaiting { events.append(.sendQueueHasRoom(key)) }
-    }
+    public mutating func closeOutbound(_ key: SessionKey) { sessions.closeOutbound(key) }
 
     // MARK: Receiver side
 
     /// LINE Planet `makeInboundDataSession`. `expectedType`, when given, must match what the
     /// sender announced (else `invalidType`).
     public mutating func makeInbound(_ key: SessionKey, expectedType: SessionType? = nil) -> DataSessionFailReason {
-        guard key.streamID.isValid else { return .invalidId }
-        guard isConnected else { return .internal }
-        guard var session = inbound[key] else { return .notIncoming }
-        guard !session.isAccepted else { return .alreadyExist }
-        if let expectedType, expectedType != session.type { return .invalidType }
-        session.isAccepted = true
-        while let delivery = session.pending.popFirst() { emitDelivery(key, delivery) }
-        session.pendingBytes = 0
-        inbound[key] = session
-        if let reason = session.closeReason { events.append(.inboundClosed(key, reason)) }
-        return .none
+        sessions.makeInbound(key, expectedType: expectedType, hostIsConnected: isConnected)
     }
 
     /// The type of inbound session `key` as announced, or nil if none was announced.
-    public func inboundType(_ key: SessionKey) -> SessionType? { inbound[key]?.type }
+    public func inboundType(_ key: SessionKey) -> SessionType? { sessions.inboundType(key) }
 
     /// Whether the app made inbound session `key`.
-    public func isInboundAccepted(_ key: SessionKey) -> Bool { inbound[key]?.isAccepted ?? false }
+    public func isInboundAccepted(_ key: SessionKey) -> Bool { sessions.isInboundAccepted(key) }
 
     /// LINE Planet `unsupportInboundDataSession`: tells the sender this side cannot handle the
     /// stream. In a 1:1 call the sender's session closes with `unsupported`.
     public mutating func unsupportInbound(_ key: SessionKey) {
-        guard key.streamID.isValid, !locallyUnsupported.contains(key) else { return }
-        locallyUnsupported.insert(key)
-        if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
-            events.append(.inboundClosed(key, .unsupported))
-        }
+        guard sessions.unsupport(key) else { return }
         // A subgroup the peer has not announced has no wire ID yet: remember the refusal and
         // answer the peer's open when it comes (see `handleControl`).
         guard let subgroupID = remoteSubgroupID(for: key.subgroup) else { return }
-        reassembler.discard(streamID: key.streamID, subgroupID: subgroupID)
+        sessions.discardReassembly(of: 0, streamID: key.streamID, subgroupID: subgroupID)
         if !isEnded {
-            controlOut.append(ControlFrame.sessionUnsupported(streamID: key.streamID, subgroupID: subgroupID).encoded)
+            sessions.sendSessionControl(.sessionUnsupported(streamID: key.streamID, subgroupID: subgroupID), stream: key.streamID, subgroupID: subgroupID)
         }
     }
 
@@ -225,32 +119,25 @@ public struct CallMachine: Sendable {
     /// Hangs up: every session closes with `sessionEnd` and a goodbye goes to the peer.
     public mutating func hangUp() {
         guard !isEnded else { return }
-        controlOut.append(ControlFrame.goodbye.encoded)
+        // A barrier: the goodbye must not overtake what the call sent before hanging up.
+        sessions.controlOut.append(TaggedFrame(ControlFrame.goodbye.encoded, tag: .farewell))
         end(.localHangUp)
     }
 
     /// The transport closed under the call.
     public mutating func linkClosed() {
         guard !isEnded else { return }
-        controlOut.removeAll()
+        sessions.controlOut.removeAll()
         end(.transportClosed)
     }
 
     /// Ends the call. Sessions close with `sessionEnd` when the call ended as agreed (a hang-up on
     /// either side) and with `internal` when it broke under them (the transport failed without a
     /// goodbye), so an app can tell a finished exchange from a lost one.
-    mutating func end(_ reason: DisconnectReason) {
+    package mutating func end(_ reason: DisconnectReason) {
         phase = .ended(reason)
-        let sessionReason: DataSessionCloseReason = switch reason {
-        case .localHangUp, .remoteHangUp: .sessionEnd
-        case .transportClosed, .protocolError: .internal
-        }
-        for key in outboundOrder { closeOutbound(key, reason: sessionReason) }
-        for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) where session.isAccepted && session.closeReason == nil {
-            events.append(.inboundClosed(key, sessionReason))
-        }
-        inbound.removeAll()
-        events.append(.disconnected(reason))
+        sessions.end(closingSessionsWith: reason == .localHangUp || reason == .remoteHangUp ? .sessionEnd : .internal)
+        sessions.events.append(.disconnected(reason))
     }
 
     // MARK: Subgroup numbering
@@ -268,4 +155,29 @@ public struct CallMachine: Sendable {
         guard let name else { return 0 }
         return remoteSubgroups.first(where: { $0.value == name })?.key
     }
+}
+
+/// How a call's sessions are addressed and reported: frames go bare to the one peer.
+enum CallSessionHost: SessionHost {
+    typealias Event = CallEvent
+    /// A call has one peer: a frame's sender needs no name.
+    typealias Sender = Void
+    typealias Statistics = CallStatistics
+
+    static var envelopeSize: Int { 0 }
+    static func beginDataFrame(to destination: UInt16, in batch: inout DatagramBatch) {}
+    static func wrapControl(_ frame: [UInt8]) -> [UInt8] { frame }
+    static func peer(of sender: Void) -> PeerID? { nil }
+    static func incoming(_ key: SessionKey, _ type: SessionType, from sender: Void) -> CallEvent { .dataSessionIncoming(key, type) }
+    static func received(_ key: SessionKey, from sender: Void, _ delivery: InboundDelivery) -> CallEvent { .received(key, delivery) }
+    static func outboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> CallEvent { .outboundClosed(key, reason) }
+    static func inboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> CallEvent { .inboundClosed(key, reason) }
+    static func tooLongQueuedData(_ key: SessionKey, enabled: Bool) -> CallEvent { .tooLongQueuedData(key, enabled: enabled) }
+    static func sendQueueHasRoom(_ key: SessionKey) -> CallEvent { .sendQueueHasRoom(key) }
+}
+
+extension CallStatistics: SessionStatistics {
+    /// A call has one sender, never over the limit.
+    package mutating func countSenderOverLimit() {}
+    package mutating func noteReassembly(_ statistics: Reassembler.Statistics) { reassembly = statistics }
 }

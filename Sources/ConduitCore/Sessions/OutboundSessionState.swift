@@ -1,46 +1,61 @@
-package import DequeModule
+import DequeModule
 
 /// One outbound data session's send side: its queue, pacer and queue-delay hysteresis.
-package struct OutboundSessionState: Sendable {
-    package struct QueuedMessage: Sendable {
-        package var bytes: [UInt8]
-        package var fragmenter: Fragmenter
-        package var enqueuedAt: ConduitInstant
-
-        package init(bytes: [UInt8], fragmenter: Fragmenter, enqueuedAt: ConduitInstant) {
-            self.bytes = bytes
-            self.fragmenter = fragmenter
-            self.enqueuedAt = enqueuedAt
-        }
+struct OutboundSessionState: Sendable {
+    struct QueuedMessage: Sendable {
+        var bytes: [UInt8]
+        var fragmenter: Fragmenter
+        var enqueuedAt: ConduitInstant
+        /// Where it goes (the host's number; 0 for everyone in scope), fixed when it was queued.
+        var destination: UInt16
     }
 
-    package let type: SessionType
-    package var nextMessageID: UInt32 = 0
-    package var queue = Deque<QueuedMessage>()
+    let type: SessionType
+    /// The session's subgroup's wire number (0: the main room).
+    let subgroupID: UInt16
+    /// Where new messages go (the host's number; 0 for everyone in scope).
+    package var destination: UInt16 = 0
+    /// How the link carries this session's data frames (its channel, its type's delivery).
+    let tag: FrameTag
+    var nextMessageID: UInt32 = 0
+    var queue = Deque<QueuedMessage>()
     /// Bytes not yet emitted, across the queue.
-    package var queuedBytes = 0
-    package var pacer: Pacer
-    package var delayMonitor: QueueDelayMonitor
-    package var closeReason: DataSessionCloseReason?
+    var queuedBytes = 0
+    var pacer: Pacer
+    var delayMonitor: QueueDelayMonitor
+    var closeReason: DataSessionCloseReason?
     /// The app closed the session: no more sends; what was queued still goes out, then the close.
-    package var isClosing = false
+    var isClosing = false
     /// A sender found the queue full and waits for a `sendQueueHasRoom` event.
-    package var senderIsWaiting = false
+    var senderIsWaiting = false
 
-    package init(type: SessionType, configuration: CallConfiguration, now: ConduitInstant) {
+    init(type: SessionType, subgroupID: UInt16, configuration: CallConfiguration, now: ConduitInstant, tag: FrameTag) {
         self.type = type
+        self.subgroupID = subgroupID
+        self.tag = tag
         self.pacer = Pacer(limit: configuration.rateLimit, now: now)
         self.delayMonitor = QueueDelayMonitor(onThreshold: configuration.queueDelayOn, offThreshold: configuration.queueDelayOff)
     }
 
-    package var isOpen: Bool { closeReason == nil }
-    package var acceptsSends: Bool { closeReason == nil && !isClosing }
+    var isOpen: Bool { closeReason == nil }
+    var acceptsSends: Bool { closeReason == nil && !isClosing }
 
     /// The queueing delay: how long the oldest message has waited, or how long the queue will take
     /// to drain at the capped rate, whichever is longer.
-    package func queueingDelay(now: ConduitInstant) -> Duration {
+    func queueingDelay(now: ConduitInstant) -> Duration {
         guard let head = queue.first else { return .zero }
         return max(now - head.enqueuedAt, pacer.drainTime(of: queuedBytes))
+    }
+}
+
+/// A frame waiting to be written, with how the link should carry it.
+package struct TaggedFrame: Sendable {
+    package var bytes: [UInt8]
+    package var tag: FrameTag
+
+    package init(_ bytes: [UInt8], tag: FrameTag = .neutral) {
+        self.bytes = bytes
+        self.tag = tag
     }
 }
 

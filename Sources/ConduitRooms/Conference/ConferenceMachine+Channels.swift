@@ -8,7 +8,7 @@ extension ConferenceMachine {
 
     mutating func declareChannelsAfterJoining() {
         guard !configuration.channels.isEmpty else { return }
-        controlOut.append(RoomControlFrame.declareChannels(Array(configuration.channels.prefix(RoomControlFrame.maxChannels))).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.declareChannels(Array(configuration.channels.prefix(RoomControlFrame.maxChannels))).encoded))
     }
 
     mutating func handleChannelsAnswer(_ infos: [ChannelInfo]) {
@@ -16,7 +16,7 @@ extension ConferenceMachine {
             channelInfos[info.declaration.label] = info
             channelLabels[info.channelID] = info.declaration.label
         }
-        events.append(.channelsReady(infos))
+        sessions.events.append(.channelsReady(infos))
     }
 
     /// Queues one message on a labeled channel this side declared with a sending direction.
@@ -33,22 +33,10 @@ extension ConferenceMachine {
         let header = ChannelFrameHeader(channelID: info.channelID, reliability: info.declaration.reliability, compressed: compressed, sender: 0).bytes
         let messageID = channelMessageIDs[info.channelID, default: 0]
         channelMessageIDs[info.channelID] = messageID &+ 1
-        var fragmenter = Fragmenter(
-            streamID: 100,
-            sessionType: info.declaration.reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
-            subgroupID: info.channelID,
-            messageID: messageID,
-            totalLength: bytes.count,
-            fragmentSize: max(1, configuration.session.fragmentSize - ChannelFrameHeader.size + RelayEnvelope.size),
-            timestamp: 0
+        queueRelayMessage(
+            bytes, header: header, id: info.channelID, messageID: messageID,
+            channel: FrameTag.labeledChannel(info.channelID), reliability: info.declaration.reliability, now: now
         )
-        scratch.removeAll()
-        bytes.withUnsafeBytes { fragmenter.emitAll(of: $0, into: &scratch) }
-        for index in 0..<scratch.count {
-            let frame = header + scratch[index]
-            trackQueue.append(QueuedTrackFrame(frame: frame, queuedAt: now))
-            trackQueuedBytes += frame.count
-        }
         return .queued(messageID: messageID)
     }
 
@@ -58,21 +46,21 @@ extension ConferenceMachine {
             let (inner, payload) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: datagram[ChannelFrameHeader.size...])),
             inner.subgroupID == header.channelID
         else {
-            statistics.malformedDatagrams += 1
+            sessions.statistics.malformedDatagrams += 1
             return
         }
         guard let label = channelLabels[header.channelID], let info = channelInfos[label], info.declaration.direction.receives else {
-            statistics.droppedClosedSession += 1
+            sessions.statistics.droppedClosedSession += 1
             return
         }
         guard let sender = members[header.sender] else {
-            statistics.droppedUnknownSender += 1
+            sessions.statistics.droppedUnknownSender += 1
             return
         }
         let key = UInt32(header.sender) << 16 | UInt32(header.channelID)
         if channelReassemblers[key] == nil {
             guard channelReassemblers.count < configuration.maxSenders else {
-                statistics.droppedUnknownSender += 1
+                sessions.statistics.droppedUnknownSender += 1
                 return
             }
             channelReassemblers[key] = Reassembler(configuration: configuration.session.reassembly)
@@ -81,8 +69,8 @@ extension ConferenceMachine {
         guard case .complete(let message) = channelReassemblers[key]!.ingest(inner, payload: UnsafeRawBufferPointer(rebasing: body[payload]), now: now) else {
             return
         }
-        statistics.messagesDelivered += 1
+        sessions.statistics.messagesDelivered += 1
         let senderHeader: [UInt8] = info.declaration.senderHeader ? [UInt8(header.sender >> 8), UInt8(header.sender & 0xFF)] : []
-        events.append(.channelMessage(label, from: sender.peer, header: senderHeader, message.bytes, compressed: header.compressed))
+        sessions.events.append(.channelMessage(label, from: sender.peer, header: senderHeader, message.bytes, compressed: header.compressed))
     }
 }

@@ -12,6 +12,8 @@ extension ConferenceMachine {
 
     struct QueuedTrackFrame: Sendable {
         var frame: [UInt8]
+        /// The track's or channel's link channel and reliability (the lifetime as queued).
+        let tag: FrameTag
         let queuedAt: ConduitInstant
     }
 
@@ -20,14 +22,14 @@ extension ConferenceMachine {
     public mutating func publishTrack(_ name: ChannelLabel, reliability: Reliability) -> Bool {
         guard isConnected, localTracks[name] == nil else { return false }
         localTracks[name] = LocalTrack(reliability: reliability)
-        controlOut.append(RoomControlFrame.publishTrack(name, reliability).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.publishTrack(name, reliability).encoded))
         return true
     }
 
     /// Stops publishing track `name`: the relay tells members, subscriptions end, later sends fail.
     public mutating func unpublishTrack(_ name: ChannelLabel) {
         guard let track = localTracks.removeValue(forKey: name), let id = track.trackID, isConnected else { return }
-        controlOut.append(RoomControlFrame.unpublishTrack(id).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.unpublishTrack(id).encoded))
     }
 
     /// Whether track `name` is published (the relay confirmed it).
@@ -43,25 +45,35 @@ extension ConferenceMachine {
             return .failed(ConduitError(.messageTooLarge, "\(bytes.count) bytes exceed the \(TrackFrameHeader.maxMessageBytes)-byte limit of a track message"))
         }
         guard trackQueuedBytes == 0 || trackQueuedBytes + bytes.count <= configuration.session.maxQueuedBytesPerSession else { return .queueFull }
+        let messageID = track.nextMessageID
+        localTracks[name]!.nextMessageID &+= 1
         let header = TrackFrameHeader(trackID: id, reliability: track.reliability).bytes
+        queueRelayMessage(bytes, header: header, id: id, messageID: messageID, channel: FrameTag.trackChannel(id), reliability: track.reliability, now: now)
+        return .queued(messageID: messageID)
+    }
+
+    /// Cuts one track or labeled-channel message into frames behind `header` (which carries `id`)
+    /// and queues them on the link channel `channel` with the message's reliability.
+    mutating func queueRelayMessage(
+        _ bytes: [UInt8], header: [UInt8], id: UInt16, messageID: UInt32, channel: UInt32, reliability: Reliability, now: ConduitInstant
+    ) {
         var fragmenter = Fragmenter(
             streamID: 100,
-            sessionType: track.reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
+            sessionType: reliability.isFullyReliable ? .reliableMessage : .unreliableMessage,
             subgroupID: id,
-            messageID: track.nextMessageID,
+            messageID: messageID,
             totalLength: bytes.count,
-            fragmentSize: max(1, configuration.session.fragmentSize - TrackFrameHeader.size + RelayEnvelope.size),
+            fragmentSize: max(1, configuration.session.fragmentSize - header.count + RelayEnvelope.size),
             timestamp: 0
         )
-        localTracks[name]!.nextMessageID &+= 1
         scratch.removeAll()
         bytes.withUnsafeBytes { fragmenter.emitAll(of: $0, into: &scratch) }
+        let tag = FrameTag(channel: channel, delivery: reliability)
         for index in 0..<scratch.count {
             let frame = header + scratch[index]
-            trackQueue.append(QueuedTrackFrame(frame: frame, queuedAt: now))
+            trackQueue.append(QueuedTrackFrame(frame: frame, tag: tag, queuedAt: now))
             trackQueuedBytes += frame.count
         }
-        return .queued(messageID: fragmenter.header.messageID)
     }
 
     /// Subscribes to `publisher`'s track `name` (it must have been announced).
@@ -69,7 +81,7 @@ extension ConferenceMachine {
         guard isConnected, let member = member(for: publisher),
             let info = announcedTracks.values.first(where: { $0.publisher == member && $0.name == name })
         else { return false }
-        controlOut.append(RoomControlFrame.subscribeTrack(info.trackID).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.subscribeTrack(info.trackID).encoded))
         return true
     }
 
@@ -80,7 +92,7 @@ extension ConferenceMachine {
         else { return }
         subscribedTracks.remove(info.trackID)
         trackReassemblers[info.trackID] = nil
-        controlOut.append(RoomControlFrame.unsubscribeTrack(info.trackID).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.unsubscribeTrack(info.trackID).encoded))
     }
 
     mutating func handleTrackControl(_ frame: RoomControlFrame) {
@@ -89,22 +101,22 @@ extension ConferenceMachine {
             announcedTracks[info.trackID] = info
             if info.publisher == joinedMember, localTracks[info.name]?.trackID == nil, localTracks[info.name] != nil {
                 localTracks[info.name]!.trackID = info.trackID
-                events.append(.trackPublished(info.name, by: localPeer, info.reliability))
+                sessions.events.append(.trackPublished(info.name, by: localPeer, info.reliability))
             } else if let publisher = members[info.publisher] {
-                events.append(.trackPublished(info.name, by: publisher.peer, info.reliability))
+                sessions.events.append(.trackPublished(info.name, by: publisher.peer, info.reliability))
             }
         case .trackUnpublished(let id):
             guard let info = announcedTracks.removeValue(forKey: id) else { return }
             subscribedTracks.remove(id)
             trackReassemblers[id] = nil
             let publisher = info.publisher == joinedMember ? localPeer : members[info.publisher]?.peer
-            if let publisher { events.append(.trackUnpublished(info.name, by: publisher)) }
+            if let publisher { sessions.events.append(.trackUnpublished(info.name, by: publisher)) }
         case .trackSubscribed(let id):
             guard let info = announcedTracks[id] else { return }
             subscribedTracks.insert(id)
-            if let publisher = members[info.publisher] { events.append(.trackSubscribed(info.name, of: publisher.peer)) }
+            if let publisher = members[info.publisher] { sessions.events.append(.trackSubscribed(info.name, of: publisher.peer)) }
         default:
-            statistics.malformedDatagrams += 1
+            sessions.statistics.malformedDatagrams += 1
         }
     }
 
@@ -114,11 +126,11 @@ extension ConferenceMachine {
             let (inner, payload) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: datagram[TrackFrameHeader.size...])),
             inner.subgroupID == header.trackID
         else {
-            statistics.malformedDatagrams += 1
+            sessions.statistics.malformedDatagrams += 1
             return
         }
         guard subscribedTracks.contains(header.trackID), let info = announcedTracks[header.trackID], let publisher = members[info.publisher] else {
-            statistics.droppedClosedSession += 1
+            sessions.statistics.droppedClosedSession += 1
             return
         }
         if trackReassemblers[header.trackID] == nil {
@@ -128,8 +140,8 @@ extension ConferenceMachine {
         guard case .complete(let message) = trackReassemblers[header.trackID]!.ingest(inner, payload: UnsafeRawBufferPointer(rebasing: body[payload]), now: now) else {
             return
         }
-        statistics.messagesDelivered += 1
-        events.append(.trackMessage(info.name, from: publisher.peer, message.bytes))
+        sessions.statistics.messagesDelivered += 1
+        sessions.events.append(.trackMessage(info.name, from: publisher.peer, message.bytes))
     }
 
     /// Moves queued track frames into `batch`, stamping each with the lifetime it has left and
@@ -141,14 +153,14 @@ extension ConferenceMachine {
             if let lifetime = TrackFrameHeader.remainingLifetime(next.frame) {
                 let waited = (now - next.queuedAt).nanosecondsClamped / 1_000_000
                 guard waited < Int64(lifetime) else {
-                    statistics.trackFramesExpired += 1
+                    sessions.statistics.trackFramesExpired += 1
                     continue
                 }
                 var frame = next.frame
                 TrackFrameHeader.setRemainingLifetime(&frame, milliseconds: lifetime - UInt32(waited))
-                batch.append(frame)
+                batch.append(frame, tag: next.tag.withRemainingLifetime(milliseconds: lifetime - UInt32(waited)))
             } else {
-                batch.append(next.frame)
+                batch.append(next.frame, tag: next.tag)
             }
         }
     }

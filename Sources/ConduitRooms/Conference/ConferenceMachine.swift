@@ -1,15 +1,17 @@
-import DequeModule
 public import ConduitCore
+import DequeModule
 
 /// The sans-IO client of a group room: one link to a relay, carrying the room's peer list,
 /// subgroups and data sessions (LINE Planet `PlanetKitConference`).
 ///
 /// Same contract as ``CallMachine``: datagrams, app commands and `now` go in; frames
-/// (``pollTransmit(now:into:maxBytes:)``), events (``pollEvent()``) and deadlines come out. The
-/// send side reuses the 1:1 call's session machinery (queues, 2 Mbit/s pacer, `tooLongQueuedData`,
-/// fragmenter); every frame goes out in a ``RelayEnvelope`` naming its destination, which is
-/// fixed per message when it is queued (so `changeDestination` never splits a message). The
-/// receive side keeps one reassembler per sender, because every sender numbers its own messages.
+/// (``pollTransmit(now:into:maxBytes:)``), events (``pollEvent()``) and deadlines come out. Its data
+/// sessions are the 1:1 call's session layer (queues, 2 Mbit/s pacer, `tooLongQueuedData`,
+/// graceful close, announce and hold); what is the conference's own is the control plane (join,
+/// membership, subgroups, tracks, labeled channels) and the addressing: every session frame goes
+/// out in a ``RelayEnvelope`` naming its destination, which is fixed per message when it is queued
+/// (so `changeDestination` never splits a message). The receive side keeps one reassembler per
+/// sender, because every sender numbers its own messages.
 public struct ConferenceMachine: Sendable {
     /// Where the conference is in its life.
     public enum Phase: Sendable, Hashable {
@@ -30,7 +32,7 @@ public struct ConferenceMachine: Sendable {
     /// Joining, connected or ended.
     public internal(set) var phase: Phase = .joining
     /// Counters of what the machine received, delivered, sent and dropped.
-    public internal(set) var statistics = ConferenceStatistics()
+    public var statistics: ConferenceStatistics { sessions.statistics }
 
     /// Other members, by member number.
     public internal(set) var members: [UInt16: RoomMember] = [:]
@@ -45,12 +47,8 @@ public struct ConferenceMachine: Sendable {
     var subgroupDataSession: [SubgroupName: Bool] = [:]
     var pendingSubscriptions: Set<SubgroupName> = []
 
-    var outbound: [SessionKey: ConferenceOutbound] = [:]
-    var outboundOrder: [SessionKey] = []
-    var nextOutboundIndex = 0
-    var inbound: [SessionKey: ConferenceInbound] = [:]
-    var locallyUnsupported: Set<SessionKey> = []
-    var reassemblers: [UInt16: Reassembler] = [:]
+    /// The data sessions, both ways; also the queues of the conference's control frames and events.
+    var sessions: SessionLayer<ConferenceSessionHost>
 
     var localTracks: [ChannelLabel: LocalTrack] = [:]
     var announcedTracks: [UInt16: TrackInfo] = [:]
@@ -63,8 +61,6 @@ public struct ConferenceMachine: Sendable {
     var channelReassemblers: [UInt32: Reassembler] = [:]
     var channelMessageIDs: [UInt16: UInt32] = [:]
 
-    var controlOut = Deque<[UInt8]>()
-    var events = Deque<ConferenceEvent>()
     var lastTransmit: ConduitInstant
     var scratch = DatagramBatch(reservingBytes: 2_048, datagrams: 1)
 
@@ -74,12 +70,13 @@ public struct ConferenceMachine: Sendable {
         self.localPeer = localPeer
         self.configuration = configuration
         self.lastTransmit = now
-        controlOut.append(RoomControlFrame.join(
+        self.sessions = SessionLayer(configuration: configuration.session, maxSenders: configuration.maxSenders)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.join(
             room: room,
             peer: localPeer,
             dataSessionsSupported: configuration.session.dataSessionsSupported,
             token: Array(token.prefix(RoomControlFrame.maxTokenBytes))
-        ).encoded)
+        ).encoded))
     }
 
     /// Whether the relay accepted the join and the conference has not ended.
@@ -88,17 +85,14 @@ public struct ConferenceMachine: Sendable {
         return false
     }
 
-    /// Whether the conference ended (left, refused, disconnected).
-    public var isEnded: Bool {
-        if case .ended = phase { return true }
-        return false
-    }
+    /// Whether the conference ended (left, refused, disconnected); its sessions ended with it.
+    public var isEnded: Bool { sessions.isEnded }
 
     /// This side's member number once joined.
     public var localMember: UInt16? { joinedMember }
 
     /// The next event for the app, or nil when there is none.
-    public mutating func pollEvent() -> ConferenceEvent? { events.popFirst() }
+    public mutating func pollEvent() -> ConferenceEvent? { sessions.events.popFirst() }
 
     /// The member number of a peer in the room, if it is there.
     public func member(for peer: PeerID) -> UInt16? {
@@ -112,7 +106,7 @@ public struct ConferenceMachine: Sendable {
     public mutating func subscribe(_ name: SubgroupName, dataSession: Bool) {
         guard isConnected, subgroupIDs[name] == nil, !pendingSubscriptions.contains(name) else { return }
         pendingSubscriptions.insert(name)
-        controlOut.append(RoomControlFrame.subscribe(name, dataSession: dataSession).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.subscribe(name, dataSession: dataSession).encoded))
     }
 
     /// Leaves a subgroup: this side's sessions in it close (`sessionEnd`), for it and, through the
@@ -121,14 +115,9 @@ public struct ConferenceMachine: Sendable {
     public mutating func unsubscribe(_ name: SubgroupName) {
         guard isConnected, let id = subgroupIDs.removeValue(forKey: name) else { return }
         subgroupNames[id] = nil
-        for key in outboundOrder where key.subgroup == name { closeOutbound(key, reason: .sessionEnd) }
-        for key in inbound.keys.sorted(by: { $0.streamID < $1.streamID }) where key.subgroup == name {
-            if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
-                events.append(.inboundClosed(key, .sessionEnd))
-            }
-        }
+        sessions.closeSessions(in: name)
         // Fragments in flight for the subgroup are dropped at their next arrival (unknown subgroup).
-        controlOut.append(RoomControlFrame.unsubscribe(name).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.unsubscribe(name).encoded))
     }
 
     /// Whether this side is subscribed to `name`.
@@ -139,34 +128,31 @@ public struct ConferenceMachine: Sendable {
     /// Leaves the room: every session closes with `sessionEnd`, the relay is told.
     public mutating func leave() {
         guard !isEnded else { return }
-        controlOut.append(RoomControlFrame.leave.encoded)
+        // A barrier: the leave must not overtake the data this side sent before it.
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.leave.encoded, tag: .farewell))
         end(.left, "left the room")
     }
 
     /// The link to the relay closed.
     public mutating func linkClosed() {
         guard !isEnded else { return }
-        controlOut.removeAll()
+        sessions.controlOut.removeAll()
         end(.transportClosed, "the link to the relay closed")
     }
 
-    mutating func end(_ reason: RelayDisconnectReason, _ text: String) {
+    package mutating func end(_ reason: RelayDisconnectReason, _ text: String) {
         phase = .ended(reason)
         let sessionReason: DataSessionCloseReason = switch reason {
         case .left, .refused, .relayShutdown: .sessionEnd
         default: .internal
         }
-        for key in outboundOrder { closeOutbound(key, reason: sessionReason) }
-        for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) where session.isAccepted && session.closeReason == nil {
-            events.append(.inboundClosed(key, sessionReason))
-        }
-        inbound.removeAll()
-        reassemblers.removeAll()
+        sessions.end(closingSessionsWith: sessionReason)
+        sessions.reassemblers.removeAll()
         trackReassemblers.removeAll()
         channelReassemblers.removeAll()
         trackQueue.removeAll()
         trackQueuedBytes = 0
-        events.append(.disconnected(reason, text))
+        sessions.events.append(.disconnected(reason, text))
     }
 
     // MARK: Extensions
@@ -175,14 +161,14 @@ public struct ConferenceMachine: Sendable {
     /// own (invitations, see ``InvitationExtension``): false for it.
     public mutating func sendExtension(_ id: UInt8, to peer: PeerID, body: [UInt8]) -> Bool {
         guard isConnected, id != InvitationExtension.id, body.count <= RoomControlFrame.maxExtensionBytes, let member = member(for: peer) else { return false }
-        controlOut.append(RoomControlFrame.extension(id: id, member: member, body: body).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.extension(id: id, member: member, body: body).encoded))
         return true
     }
 
     /// Sends an extension message to the relay itself (member 0), as invitation requests are.
     public mutating func sendRelayExtension(_ id: UInt8, body: [UInt8]) -> Bool {
         guard isConnected, body.count <= RoomControlFrame.maxExtensionBytes else { return false }
-        controlOut.append(RoomControlFrame.extension(id: id, member: 0, body: body).encoded)
+        sessions.controlOut.append(TaggedFrame(RoomControlFrame.extension(id: id, member: 0, body: body).encoded))
         return true
     }
 }
@@ -237,6 +223,10 @@ public struct ConferenceStatistics: Sendable, Hashable {
     public var messagesSent = 0
     /// Frames written to the relay.
     public var framesSent = 0
+    /// Payload bytes that left in session data frames (frame headers and envelopes excluded).
+    public var bytesSent = 0
+    /// Payload bytes of the session messages and fragments handed to the app.
+    public var bytesDelivered = 0
     /// All counters at zero.
     public init() {}
 }
@@ -285,22 +275,6 @@ public enum ConferenceEvent: Sendable, Hashable {
     case channelMessage(ChannelLabel, from: PeerID, header: [UInt8], [UInt8], compressed: Bool)
     /// The conference ended, with why and the relay's message.
     case disconnected(RelayDisconnectReason, String)
-}
-
-struct ConferenceOutbound: Sendable {
-    var state: OutboundSessionState
-    /// Where new messages go: a member number, or 0 for everyone in scope.
-    var destination: UInt16 = 0
-    /// The destination of each queued message, parallel to `state.queue`.
-    var destinations = Deque<UInt16>()
-}
-
-struct ConferenceInbound: Sendable {
-    let type: SessionType
-    var isAccepted = false
-    var pending = Deque<(PeerID, InboundDelivery)>()
-    var pendingBytes = 0
-    var closeReason: DataSessionCloseReason?
 }
 
 extension ConferenceMachine {

@@ -91,9 +91,9 @@ extension SCTPConnection {
             channels[stream] = ChannelRecord(open: open, openedLocally: false, acked: true, handle: handle)
             statistics.channelsOpened += 1
             DataChannelAck().bytes.withUnsafeBytes { send(stream: stream, ppid: .dcep, bytes: $0, delivery: .reliableOrdered, promise: nil) }
-            if mode == .conduit, open.label == SCTPConduitMapping.callLabel, conduitStreams[LinkChannelMap.callChannel] == nil {
+            if mode == .conduit, open.label == SCTPConduitMapping.callLabel, conduitStreams[FrameTag.controlChannel] == nil {
                 // The call's channel is the caller's; we answer on the same stream.
-                conduitStreams[LinkChannelMap.callChannel] = stream
+                conduitStreams[FrameTag.controlChannel] = stream
             }
             if let handle { acceptInbox.deliver(handle) }
         }

@@ -43,7 +43,7 @@ final class SCTPConnection: @unchecked Sendable {
 
     /// Conduit mode: every user message of every channel, in arrival order, for the link's reader.
     let linkInbox: SCTPInbox<[UInt8]>
-    /// Conduit mode: our stream per Conduit link channel (`LinkChannelMap`).
+    /// Conduit mode: our stream per Conduit link channel (`FrameTag.channel`).
     var conduitStreams: [UInt32: UInt16] = [:]
     /// Channels mode: channels the peer opened, for `acceptChannel`.
     let acceptInbox: SCTPInbox<DataChannel>

@@ -6,7 +6,7 @@ import ConduitRooms
 /// sensibly labelled channels and a Conduit peer gets full data-session semantics.
 ///
 /// ```
-///  Conduit (LinkChannelMap)                   data channel (RFC 8832)
+///  Conduit (FrameTag channel)                 data channel (RFC 8832)
 ///  ─────────────────────────────────────────  ─────────────────────────────────────────────────
 ///  channel 0: hello, goodbye                  "conduit", protocol "conduit/1", reliable ordered,
 ///                                             opened by the caller on stream 0; both ends send on it
@@ -45,7 +45,7 @@ public enum SCTPConduitMapping {
 
     /// The label of the channel for Conduit link channel `key`, whose first frame is `frame`.
     static func label(forChannel key: UInt32, type: SessionType?) -> String {
-        guard key != LinkChannelMap.callChannel else { return callLabel }
+        guard key != FrameTag.controlChannel else { return callLabel }
         let stream = key & 0xFFFF, subgroup = key >> 16
         let name = subgroup == 0 ? "\(stream)" : "\(stream).\(subgroup)"
         return type.map { "conduit/\(name)/\($0)" } ?? "conduit/\(name)"

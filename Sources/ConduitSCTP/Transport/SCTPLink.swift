@@ -34,7 +34,7 @@ public final class SCTPLink: TransportLink {
             if count > capabilities.maxDatagramSize {
                 throw ConduitError(.protocolViolation, "a \(count)-byte datagram exceeds this SCTP link's limit of \(capabilities.maxDatagramSize)")
             }
-            if goodbye == nil, batch.withDatagram(index, LinkChannelMap.isGoodbye) { goodbye = index }
+            if goodbye == nil, batch.tag(at: index).isBarrier { goodbye = index }
         }
         guard let goodbye else { return try await send(batch, 0..<batch.count) }
         // Streams are independent, so a goodbye could overtake earlier frames: send it once they
@@ -52,7 +52,7 @@ public final class SCTPLink: TransportLink {
             for index in range {
                 let failed = batch.withDatagram(index) { frame -> ConduitError? in
                     do throws(ConduitError) {
-                        let (stream, delivery) = try connection.conduitStream(for: frame)
+                        let (stream, delivery) = try connection.conduitStream(for: frame, tag: batch.tag(at: index))
                         connection.send(stream: stream, ppid: .binary, bytes: frame, delivery: delivery, promise: index == range.upperBound - 1 ? promise : nil)
                         return nil
                     } catch {
@@ -110,9 +110,9 @@ public final class SCTPLink: TransportLink {
 }
 
 extension SCTPConnection {
-    /// The stream and delivery of one Conduit frame, opening its channel on first use.
-    func conduitStream(for frame: UnsafeRawBufferPointer) throws(ConduitError) -> (UInt16, Reliability) {
-        let (key, delivery) = LinkChannelMap.classify(frame)
+    /// The stream and delivery of one Conduit frame, as its writer tagged it, opening its channel on first use.
+    func conduitStream(for frame: UnsafeRawBufferPointer, tag: FrameTag) throws(ConduitError) -> (UInt16, Reliability) {
+        let (key, delivery) = (tag.channel, tag.delivery)
         var streamDelivery = delivery
         if let stream = conduitStreams[key] {
             if channels[stream]?.acked != true { streamDelivery.ordered = true }

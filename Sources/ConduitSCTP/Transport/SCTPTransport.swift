@@ -51,7 +51,7 @@ public struct SCTPTransport: Transport {
         let result = await SCTPAssociation.onLoop(connection) { () throws(ConduitError) in
             let open = DataChannelOpen(reliability: .reliableOrdered, label: SCTPConduitMapping.callLabel, protocol: SCTPConduitMapping.protocolName)
             let (stream, _) = try connection.openChannel(open, withHandle: false)
-            connection.conduitStreams[LinkChannelMap.callChannel] = stream
+            connection.conduitStreams[FrameTag.controlChannel] = stream
         }
         if case .failure(let error) = result {
             try? await connection.stack.loop.submit { connection.close() }.get()

@@ -1,0 +1,143 @@
+/// The receive side: announce a stream once, hold what arrives until the app accepts it (bounded),
+/// accept, unsupport, reassemble per sender, deliver.
+extension SessionLayer {
+    /// LINE Planet `makeInboundDataSession`. `expectedType`, when given, must match what the
+    /// sender announced (else `invalidType`).
+    package mutating func makeInbound(_ key: SessionKey, expectedType: SessionType?, hostIsConnected: Bool) -> DataSessionFailReason {
+        guard key.streamID.isValid else { return .invalidId }
+        guard hostIsConnected else { return .internal }
+        guard var session = inbound[key] else { return .notIncoming }
+        guard !session.isAccepted else { return .alreadyExist }
+        if let expectedType, expectedType != session.type { return .invalidType }
+        session.isAccepted = true
+        while let held = session.pending.popFirst() { emitDelivery(key, from: held.sender, held.delivery) }
+        session.pendingBytes = 0
+        inbound[key] = session
+        if let reason = session.closeReason { events.append(Host.inboundClosed(key, reason)) }
+        return .none
+    }
+
+    /// The type of inbound session `key` as announced, or nil if none was announced.
+    package func inboundType(_ key: SessionKey) -> SessionType? { inbound[key]?.type }
+
+    /// Whether the app made inbound session `key`.
+    package func isInboundAccepted(_ key: SessionKey) -> Bool { inbound[key]?.isAccepted ?? false }
+
+    /// Whether stream `key` was announced and this side did not decline it.
+    package func isAnnounced(_ key: SessionKey) -> Bool { inbound[key] != nil && !locallyUnsupported.contains(key) }
+
+    /// Whether this side declined stream `key`.
+    func isUnsupported(_ key: SessionKey) -> Bool { !locallyUnsupported.isEmpty && locallyUnsupported.contains(key) }
+
+    /// Declines stream `key` from now on: an accepted inbound session closes with `unsupported`.
+    /// False if the key is invalid or was declined already (nothing to tell anyone).
+    package mutating func unsupport(_ key: SessionKey) -> Bool {
+        guard key.streamID.isValid, !locallyUnsupported.contains(key) else { return false }
+        locallyUnsupported.insert(key)
+        if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
+            events.append(Host.inboundClosed(key, .unsupported))
+        }
+        return true
+    }
+
+    /// The sender closed inbound session `key`: the app hears of it if it accepted the session.
+    mutating func closeInbound(_ key: SessionKey, reason: DataSessionCloseReason) {
+        guard var session = inbound[key], session.closeReason == nil else { return }
+        session.closeReason = reason
+        inbound[key] = session
+        if session.isAccepted { events.append(Host.inboundClosed(key, reason)) }
+    }
+
+    /// The peer opened a stream, or data for an unknown stream arrived first: tell the app once.
+    package mutating func announce(_ key: SessionKey, type: SessionType, from sender: Host.Sender) {
+        guard inbound[key] == nil, !locallyUnsupported.contains(key) else { return }
+        inbound[key] = InboundSessionState(type: type)
+        events.append(Host.incoming(key, type, from: sender))
+    }
+
+    /// Drops what `reassemblyKey`'s sender had half-sent on a stream (it closed or was declined).
+    package mutating func discardReassembly(of reassemblyKey: UInt16, streamID: StreamID, subgroupID: UInt16) {
+        reassemblers[reassemblyKey]?.discard(streamID: streamID, subgroupID: subgroupID)
+    }
+
+    /// One data frame of session `key` from `sender` (reassembled under `reassemblyKey`): delivered
+    /// if the app accepted the session, held if not yet, dropped and counted if declined or closed.
+    package mutating func receive(
+        _ header: DataFrameHeader, payload: UnsafeRawBufferPointer, for key: SessionKey, from sender: Host.Sender, reassemblyKey: UInt16, now: ConduitInstant
+    ) {
+        if isUnsupported(key) {
+            statistics.droppedUnsupported += 1
+            return
+        }
+        // The session's state is read in place (a copy retains its queue of held deliveries).
+        var index = inbound.index(forKey: key)
+        if index == nil {
+            announce(key, type: header.sessionType, from: sender)
+            index = inbound.index(forKey: key)
+        }
+        let type = header.sessionType
+        guard let index, let isAccepted = { (session: inout InboundSessionState<Host.Sender>) -> Bool? in
+            session.closeReason == nil && session.type == type ? session.isAccepted : nil
+        }(&inbound.values[index]) else {
+            statistics.droppedClosedSession += 1
+            return
+        }
+        let delivery: InboundDelivery
+        if type.isMessage {
+            guard let message = reassemble(header, payload: payload, reassemblyKey: reassemblyKey, now: now) else { return }
+            delivery = .message(bytes: message.bytes, timestamp: message.timestamp)
+        } else {
+            delivery = .fragment(ReceivedFragment(
+                messageID: header.messageID,
+                offset: Int(header.fragmentOffset),
+                totalLength: Int(header.totalLength),
+                fragmentSize: Int(header.fragmentSize),
+                timestamp: header.timestamp,
+                bytes: Array(payload),
+                sender: Host.peer(of: sender)
+            ))
+        }
+        if isAccepted {
+            emitDelivery(key, from: sender, delivery)
+        } else {
+            hold(key, from: sender, delivery)
+        }
+    }
+
+    /// Feeds a message fragment to its sender's reassembler (made on first use, up to `maxSenders`).
+    mutating func reassemble(_ header: DataFrameHeader, payload: UnsafeRawBufferPointer, reassemblyKey: UInt16, now: ConduitInstant) -> Reassembler.Message? {
+        if reassemblers.index(forKey: reassemblyKey) == nil {
+            guard reassemblers.count < maxSenders else {
+                statistics.countSenderOverLimit()
+                return nil
+            }
+            reassemblers[reassemblyKey] = Reassembler(configuration: configuration.reassembly)
+        }
+        let outcome = reassemblers[reassemblyKey]!.ingest(header, payload: payload, now: now)
+        statistics.noteReassembly(reassemblers[reassemblyKey]!.statistics)
+        guard case .complete(let message) = outcome else { return nil }
+        return message
+    }
+
+    mutating func hold(_ key: SessionKey, from sender: Host.Sender, _ delivery: InboundDelivery) {
+        let size = delivery.bytes.count
+        guard inbound[key]!.pendingBytes + size <= configuration.maxPendingInboundBytes else {
+            statistics.droppedPendingOverflow += 1
+            return
+        }
+        inbound[key]!.pending.append((sender, delivery))
+        inbound[key]!.pendingBytes += size
+    }
+
+    mutating func emitDelivery(_ key: SessionKey, from sender: Host.Sender, _ delivery: InboundDelivery) {
+        switch delivery {
+        case .message(let bytes, _):
+            statistics.messagesDelivered += 1
+            statistics.bytesDelivered += bytes.count
+        case .fragment(let fragment):
+            statistics.fragmentsDelivered += 1
+            statistics.bytesDelivered += fragment.bytes.count
+        }
+        events.append(Host.received(key, from: sender, delivery))
+    }
+}
