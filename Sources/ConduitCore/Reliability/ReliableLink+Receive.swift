@@ -156,6 +156,7 @@ extension ReliableLink {
             deliveries.append(channel: data.channel, sequence: data.sequence, payload: payload, expiresAt: expiresAt)
         } else {
             let pending = LinkPendingDelivery(channel: data.channel, sequence: data.sequence, bytes: Array(payload), expiresAt: expiresAt)
+            PayloadCopies.countReceive(payload.count)
             receiveChannels.update(data.channel) { channel in
                 channel.mark(data.sequence)
                 channel.buffered[data.sequence] = pending
