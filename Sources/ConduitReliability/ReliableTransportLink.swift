@@ -125,10 +125,8 @@ public actor ReliableTransportLink: TransportLink {
             }
             while true {
                 if let failure = writeFailure { throw failure }
-                let result = batch.withDatagram(index) { frame -> ReliableLink.SendResult in
-                    let (channel, delivery) = LinkChannelMap.classify(frame)
-                    return engine.send(Array(frame), channel: channel, delivery: delivery, now: current)
-                }
+                let (channel, delivery) = batch.withDatagram(index, LinkChannelMap.classify)
+                let result = engine.send(datagram: index, of: batch, channel: channel, delivery: delivery, now: current)
                 switch result {
                 case .queued:
                     break
