@@ -13,6 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(
     libusrsctp-dev libusrsctp-examples          # SCTP trait; tsctp for `conduit bench --reference`
+    iperf3                                      # kernel TCP reference for `conduit bench --reference`
     libsrtp2-dev                                # SRTP trait
     libsctp-dev                                 # KernelSCTP trait
     zlib1g-dev                                  # Zlib trait (Swift on Linux already needs it)

@@ -1,4 +1,4 @@
-import ConduitCore
+@_spi(Benchmarks) import ConduitCore
 
 /// Frames ready for the upper layer, in delivery order, their payloads back to back in one
 /// ``DatagramBatch``: an in-order frame is copied once, from the packet into the queue, and the
@@ -26,6 +26,7 @@ struct LinkDeliveryQueue: Sendable {
 
     mutating func append(channel: UInt32, sequence: UInt32, payload: UnsafeRawBufferPointer, expiresAt: ConduitInstant?) {
         frames.append(payload)
+        PayloadCopies.countReceive(payload.count)
         entries.append(Entry(channel: channel, sequence: sequence, expiresAt: expiresAt))
         if expiresAt != nil { withLifetime += 1 }
     }
@@ -41,6 +42,7 @@ struct LinkDeliveryQueue: Sendable {
         guard !isEmpty else { return nil }
         let entry = entries[head]
         let bytes = frames[head]
+        PayloadCopies.countReceive(bytes.count)
         head += 1
         if entry.expiresAt != nil { withLifetime -= 1 }
         if isEmpty {
@@ -72,6 +74,7 @@ struct LinkDeliveryQueue: Sendable {
     private mutating func compact() {
         var kept = DatagramBatch(reservingBytes: frames.byteCount - frames.range(of: head - 1).upperBound, datagrams: entries.count - head)
         for index in head..<entries.count { frames.withDatagram(index) { kept.append($0) } }
+        PayloadCopies.countReceive(kept.byteCount)
         frames = kept
         entries.removeFirst(head)
         head = 0

@@ -1,4 +1,4 @@
-import ConduitCore
+@_spi(Benchmarks) import ConduitCore
 
 /// The packet of the reliable link: one per datagram, for transports without native reliability
 /// (raw UDP, where it will ride inside an RTP packet). Layout and rules are in
@@ -316,19 +316,23 @@ extension LinkPacket {
     }
 }
 
-/// Writes one packet into a reusable byte array.
+/// Writes one packet at the end of a byte array (a batch's storage, lent while the packet is built).
 struct LinkPacketWriter {
     var bytes: [UInt8] = []
+    /// Where the packet being written starts in `bytes`.
+    var start = 0
 
     mutating func begin(packetNumber: UInt64, checksum: Bool, capacity: Int) {
-        bytes.removeAll(keepingCapacity: true)
-        bytes.reserveCapacity(capacity)
+        start = bytes.count
+        // Doubling, not the exact size: reserving exactly would reallocate for every packet.
+        if bytes.capacity < start + capacity { bytes.reserveCapacity(Swift.max(start + capacity, 2 * bytes.capacity)) }
         bytes.append(LinkPacket.versionAndKind)
         bytes.append(checksum ? LinkPacket.checksumFlag : 0)
         append64(packetNumber)
     }
 
-    var count: Int { bytes.count }
+    /// The packet's size so far.
+    var count: Int { bytes.count - start }
 
     mutating func append16(_ value: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: value >> 8))
@@ -354,7 +358,7 @@ struct LinkPacketWriter {
 
     mutating func appendPing() { bytes.append(LinkPacket.FrameType.ping.rawValue) }
 
-    /// Writes the fixed part of an ACK frame; returns the offset at which to patch the range count.
+    /// Writes the fixed part of an ACK frame; returns the offset in `bytes` at which to patch the range count.
     mutating func appendAckHeader(largest: UInt64, ackDelayMicroseconds: UInt32, window: UInt32, firstRange: UInt32) -> Int {
         bytes.append(LinkPacket.FrameType.ack.rawValue)
         bytes.append(0)
@@ -372,7 +376,7 @@ struct LinkPacketWriter {
         append32(length)
     }
 
-    mutating func appendData(channel: UInt32, sequence: UInt32, ordered: Bool, lifetimeMilliseconds: UInt32?, payload: [UInt8]) {
+    mutating func appendData(channel: UInt32, sequence: UInt32, ordered: Bool, lifetimeMilliseconds: UInt32?, payload: ArraySlice<UInt8>) {
         bytes.append(LinkPacket.FrameType.data.rawValue)
         bytes.append((ordered ? LinkPacket.orderedFlag : 0) | (lifetimeMilliseconds != nil ? LinkPacket.lifetimeFlag : 0))
         append16(UInt16(payload.count))
@@ -380,6 +384,7 @@ struct LinkPacketWriter {
         append32(sequence)
         if let lifetimeMilliseconds { append32(lifetimeMilliseconds) }
         bytes.append(contentsOf: payload)
+        PayloadCopies.countSend(payload.count)
     }
 
     mutating func appendForward(channel: UInt32, cumulativeSequence: UInt32) {
@@ -390,8 +395,8 @@ struct LinkPacketWriter {
         append32(cumulativeSequence)
     }
 
-    /// Appends the CRC32C trailer over everything written so far.
+    /// Appends the CRC32C trailer over the packet written so far.
     mutating func appendChecksum(using crc32c: CRC32CFunction) {
-        append32(bytes.withUnsafeBytes { crc32c.checksum($0, 0) })
+        append32(bytes.withUnsafeBytes { crc32c.checksum(UnsafeRawBufferPointer(rebasing: $0[start...]), 0) })
     }
 }

@@ -1,4 +1,4 @@
-public import ConduitCore
+@_spi(Benchmarks) public import ConduitCore
 
 extension ReliableLink {
     /// Takes one datagram from the peer. Never traps on peer input: a packet that breaks any rule is
@@ -158,6 +158,7 @@ extension ReliableLink {
             deliveries.append(channel: data.channel, sequence: data.sequence, payload: payload, expiresAt: expiresAt)
         } else {
             let pending = LinkPendingDelivery(channel: data.channel, sequence: data.sequence, bytes: Array(payload), expiresAt: expiresAt)
+            PayloadCopies.countReceive(payload.count)
             receiveChannels.update(data.channel) { channel in
                 channel.mark(data.sequence)
                 channel.buffered[data.sequence] = pending

@@ -97,7 +97,21 @@ extension ReliableLink {
 
     enum BuildOutcome { case sent, cleanedUp, nothing }
 
+    /// Builds one packet straight into the end of `batch`'s storage: the frames' payloads are
+    /// copied once, from the send queue into the packet.
     mutating func buildPacket(now: ConduitInstant, into batch: inout DatagramBatch) -> BuildOutcome {
+        var outcome = BuildOutcome.nothing
+        batch.appendInPlace { storage in
+            swap(&storage, &writer.bytes)
+            outcome = buildPacket(now: now)
+            swap(&storage, &writer.bytes)
+            return outcome == .sent
+        }
+        return outcome
+    }
+
+    /// Builds one packet at the end of `writer.bytes`.
+    private mutating func buildPacket(now: ConduitInstant) -> BuildOutcome {
         let mayElicit = sendAllowance(now: now) == .open && hasAckElicitingContent()
         let ackDue = ackIsDue(now: now)
         let mustAck = !received.isEmpty && ackDue
@@ -130,7 +144,6 @@ extension ReliableLink {
 
         if checksum { writer.appendChecksum(using: crc32c) }
         nextPacketNumber += 1
-        batch.append(writer.bytes)
         counters.packetsSent += 1
         let size = writer.count
         guard !items.isEmpty else {

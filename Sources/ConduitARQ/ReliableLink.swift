@@ -1,5 +1,5 @@
 import DequeModule
-public import ConduitCore
+@_spi(Benchmarks) public import ConduitCore
 
 /// The datagram reliability engine: a sans-IO ARQ connection to one peer, both directions, for
 /// transports without native reliability (raw UDP).
@@ -36,7 +36,8 @@ public struct ReliableLink: Sendable {
         let channel: UInt32
         let sequence: UInt32
         let ordered: Bool
-        let payload: [UInt8]
+        /// The upper layer's bytes, shared with the batch they were written in (not copied).
+        let payload: ArraySlice<UInt8>
         /// Lifetime deadline, from the `send` call.
         let deadline: ConduitInstant?
         /// nil: retransmit until acknowledged.
@@ -157,6 +158,24 @@ public struct ReliableLink: Sendable {
     /// Queues one upper-layer frame on `channel`. Checks size and caps here, so a refusal is a
     /// result at the call, never a silent drop later.
     public mutating func send(_ frame: [UInt8], channel: UInt32, delivery: Delivery = .reliableOrdered, now: ConduitInstant) -> SendResult {
+        send(frame[...], channel: channel, delivery: delivery, now: now)
+    }
+
+    /// Queues datagram `index` of `batch` on `channel`, as ``send(_:channel:delivery:now:)-([UInt8],_,_,_)``
+    /// does, without copying it: the engine keeps a slice of the batch's storage until the frame
+    /// is acknowledged or given up on. A batch mostly empty space (a few frames in a buffer
+    /// reserved for many) would keep that space alive with its frames, so its frames are copied.
+    public mutating func send(datagram index: Int, of batch: DatagramBatch, channel: UInt32, delivery: Delivery = .reliableOrdered, now: ConduitInstant) -> SendResult {
+        let frame = batch.storage[batch.range(of: index)]
+        if batch.byteCount * 2 >= batch.storage.capacity {
+            return send(frame, channel: channel, delivery: delivery, now: now)
+        }
+        PayloadCopies.countSend(frame.count)
+        return send(ArraySlice(Array(frame)), channel: channel, delivery: delivery, now: now)
+    }
+
+    /// Queues `frame` (a slice, kept as it is) on `channel`.
+    public mutating func send(_ frame: ArraySlice<UInt8>, channel: UInt32, delivery: Delivery = .reliableOrdered, now: ConduitInstant) -> SendResult {
         guard frame.count <= configuration.maxFramePayload else { return .frameTooLarge(limit: configuration.maxFramePayload) }
         let cost = frame.count + Self.frameOverhead
         guard queuedBytes + cost <= configuration.maxSendQueueBytes else { return .queueFull }

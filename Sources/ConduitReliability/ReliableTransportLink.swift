@@ -140,9 +140,7 @@ public actor ReliableTransportLink: TransportLink {
             }
             while true {
                 if let failure = writeFailure { throw failure }
-                let result = batch.withDatagram(index) { frame -> ReliableLink.SendResult in
-                    engine.send(Array(frame), channel: tag.channel, delivery: tag.delivery, now: current)
-                }
+                let result = engine.send(datagram: index, of: batch, channel: tag.channel, delivery: tag.delivery, now: current)
                 switch result {
                 case .queued:
                     break

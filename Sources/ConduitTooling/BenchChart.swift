@@ -31,6 +31,9 @@ package enum BenchChart {
         var tsctp = Series(label: "usrsctp tsctp (debug off)", values: [:])
         for reference in report.references where reference.name == "tsctp" { tsctp.values[reference.size] = reference.megabytesPerSecond }
         if !tsctp.values.isEmpty { series.append(tsctp) }
+        var tcp = Series(label: "iperf3 (kernel TCP)", values: [:])
+        for reference in report.references where reference.name == "iperf3" { tcp.values[reference.size] = reference.megabytesPerSecond }
+        if !tcp.values.isEmpty { series.append(tcp) }
         if let blast = report.references.first(where: { $0.name == "udp-blast" }) {
             // The blast does not depend on the message size: the same bar in every group.
             series.append(Series(label: "UDP blast, \(blast.size)-byte datagrams", values: Dictionary(uniqueKeysWithValues: sizes.map { ($0, blast.megabytesPerSecond) })))

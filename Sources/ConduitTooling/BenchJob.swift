@@ -1,4 +1,5 @@
 package import Conduit
+@_spi(Benchmarks) import ConduitCore
 
 #if canImport(Glibc)
 import Glibc
@@ -113,6 +114,9 @@ package struct BenchJob: Sendable {
         package var bytes: Int
         package var elapsedSeconds: Double
         package var cpuSeconds: Double
+        /// Payload bytes copied on the way out and in (``PayloadCopies``), over the bytes delivered.
+        package var copiesPerMessageSend: Double = 0
+        package var copiesPerMessageReceive: Double = 0
         package var megabytesPerSecond: Double { elapsedSeconds > 0 ? Double(bytes) / elapsedSeconds / 1e6 : 0 }
         package var messagesPerSecond: Double { elapsedSeconds > 0 ? Double(messages) / elapsedSeconds : 0 }
     }
@@ -179,6 +183,7 @@ package struct BenchJob: Sendable {
             throw ConduitError(.connectionFailed, "the listener ended before it listened on \(cell.transport)")
         }
         let before = ResourceUsage.now()
+        PayloadCopies.start()
         let send = SendJob(runtime: runtime, options: .init(
             url: url, streamID: 100, type: cell.type, count: count, sizes: cell.size...cell.size,
             rate: .unlimited, seed: 1, timeout: options.timeout, peer: "bench-sender"
@@ -192,13 +197,19 @@ package struct BenchJob: Sendable {
         }
         let received = try await listened()
         let after = ResourceUsage.now()
+        let copies = PayloadCopies.stop()
         guard sent.sent == count, received.valid == count, received.corrupted == 0, received.missing == 0 else {
             throw ConduitError(
                 received.ended == .timeout ? .timedOut : .connectionClosed,
                 "\(cell.transport) \(cell.type) \(cell.size) B: sent \(sent.sent) of \(count), \(received.valid) arrived intact (\(received.corrupted) corrupted, \(received.missing) missing)"
             )
         }
-        return Run(messages: received.valid, bytes: received.bytes, elapsedSeconds: received.elapsedSeconds, cpuSeconds: after.cpuSeconds - before.cpuSeconds)
+        var run = Run(messages: received.valid, bytes: received.bytes, elapsedSeconds: received.elapsedSeconds, cpuSeconds: after.cpuSeconds - before.cpuSeconds)
+        if received.bytes > 0 {
+            run.copiesPerMessageSend = Double(copies.sendBytes) / Double(received.bytes)
+            run.copiesPerMessageReceive = Double(copies.receiveBytes) / Double(received.bytes)
+        }
+        return run
     }
 }
 
@@ -216,6 +227,12 @@ package struct BenchCellReport: Sendable, Codable, Hashable {
     package var cpuSeconds: BenchSpread
     /// The process's peak resident memory after the cell's last run.
     package var peakResidentBytes: Int
+    /// How many times each message's payload was copied between the app and the socket, on the
+    /// sending side and on the receiving side: payload bytes copied, counted where the code copies
+    /// (``PayloadCopies``), over message bytes delivered; median over the runs. A copy below the
+    /// call layer also copies its headers, so each such copy counts a little over 1.
+    package var copiesPerMessageSend: Double
+    package var copiesPerMessageReceive: Double
     /// One-way latency, send to delivery, at ``BenchLatency/Options/rate`` messages/s: median and
     /// 99th percentile in microseconds over ``latencySamples`` delivered messages.
     package var latencyP50Micros: Double?
@@ -225,6 +242,8 @@ package struct BenchCellReport: Sendable, Codable, Hashable {
     package var ratioToTsctp: Double?
     /// The median MB/s over the plain UDP blast's (`--reference`).
     package var ratioToBlast: Double?
+    /// The median MB/s over kernel TCP's (iperf3 over 127.0.0.1, same byte count and write size; `--reference`).
+    package var ratioToTCP: Double?
 
     package init(cell: BenchJob.Cell, runs: [BenchJob.Run], peakResidentBytes: Int) {
         transport = cell.transport
@@ -236,6 +255,8 @@ package struct BenchCellReport: Sendable, Codable, Hashable {
         messagesPerSecond = BenchSpread(runs.map(\.messagesPerSecond)) ?? BenchSpread(median: 0, min: 0, max: 0)
         cpuSeconds = BenchSpread(runs.map(\.cpuSeconds)) ?? BenchSpread(median: 0, min: 0, max: 0)
         self.peakResidentBytes = peakResidentBytes
+        copiesPerMessageSend = BenchSpread(runs.map(\.copiesPerMessageSend))?.median ?? 0
+        copiesPerMessageReceive = BenchSpread(runs.map(\.copiesPerMessageReceive))?.median ?? 0
     }
 }
 
@@ -279,8 +300,9 @@ extension BenchJob {
     package typealias ReferenceProgress = @Sendable (_ name: String, _ size: Int, _ run: Int, _ runs: Int, _ megabytesPerSecond: Double) -> Void
 
     /// Runs the matrix (as ``run(progress:)``), then, with ``Options/reference``, `runs` runs of
-    /// tsctp at every size and of the UDP blast, and sets each cell's ``BenchCellReport/ratioToTsctp``
-    /// (median MB/s over tsctp's median at the same size) and ``BenchCellReport/ratioToBlast``.
+    /// tsctp and of iperf3 (kernel TCP) at every size and of the UDP blast, and sets each cell's
+    /// ``BenchCellReport/ratioToTsctp`` and ``BenchCellReport/ratioToTCP`` (median MB/s over the
+    /// reference's median at the same size) and ``BenchCellReport/ratioToBlast``.
     package func runReport(
         progress: Progress = { _, _, _, _, _ in },
         referenceProgress: ReferenceProgress = { _, _, _, _, _ in }
@@ -297,6 +319,15 @@ extension BenchJob {
             }
             references.append(BenchReferenceReport(name: "tsctp", size: size, megabytesPerSecond: rates))
         }
+        for size in options.sizes {
+            var rates: [Double] = []
+            for run in 1...options.runs {
+                let rate = try await BenchReferenceRun.iperf3(size: size, bytes: options.count(for: size) * size, options: reference)
+                referenceProgress("iperf3", size, run, options.runs, rate)
+                rates.append(rate)
+            }
+            references.append(BenchReferenceReport(name: "iperf3", size: size, megabytesPerSecond: rates))
+        }
         // The blast does not depend on the message size: measured once, compared with every cell.
         var blastRates: [Double] = []
         for run in 1...options.runs {
@@ -310,6 +341,9 @@ extension BenchJob {
             let median = cells[index].megabytesPerSecond.median
             if let tsctp = references.first(where: { $0.name == "tsctp" && $0.size == cells[index].size }), tsctp.megabytesPerSecond.median > 0 {
                 cells[index].ratioToTsctp = median / tsctp.megabytesPerSecond.median
+            }
+            if let tcp = references.first(where: { $0.name == "iperf3" && $0.size == cells[index].size }), tcp.megabytesPerSecond.median > 0 {
+                cells[index].ratioToTCP = median / tcp.megabytesPerSecond.median
             }
             if blast.megabytesPerSecond.median > 0 {
                 cells[index].ratioToBlast = median / blast.megabytesPerSecond.median

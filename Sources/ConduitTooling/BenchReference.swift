@@ -9,13 +9,16 @@ import Darwin
 /// What `conduit bench --reference` measures beside Conduit, in the same run: usrsctp's own
 /// `tsctp` (Debian's libusrsctp-examples) with its debug output kept off by preloading
 /// a small library built on first use (``BenchReferenceRun/quietLibrary(at:)``), at each message size, and a plain UDP blast of 1,200-byte datagrams
-/// (`conduit-udp-blast`, sendmmsg/recvmmsg). Each is a pair of child processes on 127.0.0.1 with
+/// (`conduit-udp-blast`, sendmmsg/recvmmsg), and iperf3 (Debian's `iperf3`): kernel TCP over
+/// 127.0.0.1, the same byte count per message size as each Conduit run. Each is a pair of child processes on 127.0.0.1 with
 /// free ephemeral ports, bounded in time and killed (SIGKILL) at the end of every run.
 package struct BenchReferenceOptions: Sendable, Hashable {
     package var tsctpPath: String
     /// Where the library that keeps tsctp quiet is built (with the system's `cc`) if it is not there yet.
     package var quietLibraryPath: String
     package var blastPath: String
+    /// iperf3, for kernel TCP over loopback.
+    package var iperf3Path: String
     /// How long each reference sends.
     package var seconds: Double
 
@@ -23,8 +26,10 @@ package struct BenchReferenceOptions: Sendable, Hashable {
         tsctpPath: String = "/usr/lib/usrsctp/tsctp",
         quietLibraryPath: String = BenchReferenceOptions.besideExecutable("libconduit-tsctp-quiet.so"),
         blastPath: String = BenchReferenceOptions.besideExecutable("conduit-udp-blast"),
+        iperf3Path: String = "/usr/bin/iperf3",
         seconds: Double = 3
     ) {
+        self.iperf3Path = iperf3Path
         self.tsctpPath = tsctpPath
         self.quietLibraryPath = quietLibraryPath
         self.blastPath = blastPath
@@ -48,7 +53,8 @@ package struct BenchReferenceOptions: Sendable, Hashable {
             throw ConduitError(.invalidConfiguration, "reference seconds must be 0.5...60 (got \(seconds))")
         }
         for (path, what) in [(tsctpPath, "usrsctp's tsctp (apt-get install libusrsctp-examples)"),
-                             (blastPath, "conduit-udp-blast (swift build builds it beside conduit)")]
+                             (blastPath, "conduit-udp-blast (swift build builds it beside conduit)"),
+                             (iperf3Path, "iperf3 (apt-get install iperf3)")]
         where access(path, X_OK) != 0 {
             throw ConduitError(.invalidConfiguration, "\(path) is not an executable: --reference needs \(what)")
         }
@@ -57,9 +63,9 @@ package struct BenchReferenceOptions: Sendable, Hashable {
 
 /// One reference row of the report (`--json`: an element of `references`).
 package struct BenchReferenceReport: Sendable, Codable, Hashable {
-    /// `tsctp` or `udp-blast`.
+    /// `tsctp`, `iperf3` (kernel TCP) or `udp-blast`.
     package var name: String
-    /// Message size (tsctp) or datagram size (the blast).
+    /// Message size (tsctp), write size (iperf3) or datagram size (the blast).
     package var size: Int
     package var runs: Int
     /// What the receiving side measured.
@@ -184,9 +190,52 @@ package enum BenchReferenceRun {
         return rate
     }
 
+    /// One iperf3 run: a one-off server on a free TCP port of 127.0.0.1, then, once it listens, a
+    /// client (`-J`) writing `bytes` bytes in `size`-byte writes. The receiver's MB/s, from the
+    /// client's JSON report (`end.sum_received.bits_per_second`).
+    package static func iperf3(size: Int, bytes: Int, options: BenchReferenceOptions) async throws(ConduitError) -> Double {
+        let port = try freePort(type: Int32(SOCK_STREAM.rawValue))
+        let server = try ChildProcess(path: options.iperf3Path, arguments: ["-s", "-1", "-B", "127.0.0.1", "-p", "\(port)"])
+        defer { server.kill() }
+        // The server's own output is block-buffered into the pipe: wait for the listening socket instead.
+        let listenDeadline = ContinuousClock.now + .seconds(5)
+        while !portIsBound(port, tables: ["/proc/net/tcp", "/proc/net/tcp6"]) {
+            guard !server.hasExited, ContinuousClock.now < listenDeadline else {
+                throw ConduitError(.connectionFailed, "iperf3 server did not listen on TCP port \(port): \(server.text())")
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let client = try ChildProcess(
+            path: options.iperf3Path,
+            arguments: ["-c", "127.0.0.1", "-p", "\(port)", "-n", "\(bytes)", "-l", "\(size)", "-J"])
+        defer { client.kill() }
+        guard await client.waitForExit(until: ContinuousClock.now + .seconds(options.seconds + 60)) else {
+            throw ConduitError(.timedOut, "iperf3 client (\(size) B) did not finish: \(client.text())")
+        }
+        let report = client.text()
+        guard let rate = iperf3ReceivedBitsPerSecond(report), rate > 0 else {
+            throw ConduitError(.protocolViolation, "iperf3 (\(size) B) reported no received throughput: \(report)")
+        }
+        return rate / 8 / 1e6
+    }
+
+    /// `end.sum_received.bits_per_second` of an iperf3 `-J` report: the first `bits_per_second`
+    /// after the `"sum_received"` key (the report has one).
+    package static func iperf3ReceivedBitsPerSecond(_ report: String) -> Double? {
+        guard let sum = report.firstRange(of: "\"sum_received\""),
+              let key = report[sum.upperBound...].firstRange(of: "\"bits_per_second\"") else { return nil }
+        let value = report[key.upperBound...].drop { $0 == ":" || $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        return Double(String(value.prefix { $0.isNumber || $0 == "." || $0 == "e" || $0 == "E" || $0 == "+" || $0 == "-" }))
+    }
+
     /// A UDP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
     static func freeUDPPort() throws(ConduitError) -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try freePort(type: Int32(SOCK_DGRAM.rawValue))
+    }
+
+    /// A port of socket type `type` on 127.0.0.1 that was free a moment ago.
+    static func freePort(type: Int32) throws(ConduitError) -> Int {
+        let descriptor = socket(AF_INET, type, 0)
         guard descriptor >= 0 else { throw ConduitError(.connectionFailed, "socket: \(ChildProcess.describeErrno())") }
         defer { _ = close(descriptor) }
         var address = sockaddr_in()
@@ -204,8 +253,13 @@ package enum BenchReferenceRun {
 
     /// Whether some socket has UDP port `port` bound (IPv4 or IPv6), from /proc/net/udp{,6}.
     static func udpPortIsBound(_ port: Int) -> Bool {
+        portIsBound(port, tables: ["/proc/net/udp", "/proc/net/udp6"])
+    }
+
+    /// Whether some socket in the /proc/net `tables` has local port `port`.
+    static func portIsBound(_ port: Int, tables: [String]) -> Bool {
         let needle = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4) + " "
-        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+        for table in tables {
             guard let file = fopen(table, "r") else { continue }
             defer { fclose(file) }
             var line = [CChar](repeating: 0, count: 512)

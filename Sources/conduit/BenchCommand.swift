@@ -16,11 +16,13 @@ struct BenchCommand: AsyncParsableCommand {
             progress line per run goes to standard error. With --json the last line \
             is one JSON object: cells (transport, type, size, runs, count, megabytesPerSecond, \
             messagesPerSecond, cpuSeconds, peakResidentBytes, latencyP50Micros, latencyP99Micros, \
-            latencySamples). --chart FILE writes an SVG bar chart of MB/s per size. With --reference it then runs, in the \
+            latencySamples, copiesPerMessageSend, copiesPerMessageReceive: payload bytes copied between the app and \
+            the socket on each side, counted where the code copies, over the bytes delivered). --chart FILE writes an SVG bar chart of MB/s per size. With --reference it then runs, in the \
             same invocation, usrsctp's tsctp (debug output off: a one-function library, built with cc on first use, preloaded) at \
-            every size and the plain UDP blast (conduit-udp-blast, 1,200-byte datagrams), --runs times \
-            each for --reference-seconds, prints them as rows and each cell's ratio to both (JSON: \
-            references, and ratioToTsctp / ratioToBlast per cell).
+            every size, iperf3 (kernel TCP over 127.0.0.1, the same bytes per run and write size as each cell) \
+            at every size and the plain UDP blast (conduit-udp-blast, 1,200-byte datagrams), --runs times \
+            each (tsctp and the blast for --reference-seconds), prints them as rows and each cell's ratio to them (JSON: \
+            references, and ratioToTsctp / ratioToTCP / ratioToBlast per cell).
             """
     )
 
@@ -42,7 +44,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as one JSON object (the last line).")
     var json = false
 
-    @Flag(help: "Also run usrsctp's tsctp and a plain UDP blast in this run, and print the ratios.")
+    @Flag(help: "Also run usrsctp's tsctp, iperf3 (kernel TCP) and a plain UDP blast in this run, and print the ratios.")
     var reference = false
 
     @Option(name: .customLong("reference-seconds"), help: "How long each reference run sends.")
@@ -50,6 +52,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "usrsctp's tsctp (Debian: libusrsctp-examples).")
     var tsctp: String = "/usr/lib/usrsctp/tsctp"
+
+    @Option(help: "iperf3, the kernel TCP reference (Debian: iperf3).")
+    var iperf3: String = "/usr/bin/iperf3"
 
     @Option(name: .customLong("latency-messages"), help: "Messages per cell for the one-way latency figures (0: off).")
     var latencyMessages: Int = 200
@@ -73,7 +78,7 @@ struct BenchCommand: AsyncParsableCommand {
         )
         options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate)
         if reference {
-            options.reference = BenchReferenceOptions(tsctpPath: tsctp, seconds: referenceSeconds)
+            options.reference = BenchReferenceOptions(tsctpPath: tsctp, iperf3Path: iperf3, seconds: referenceSeconds)
         }
         try ReportOutput.checked { () throws(ConduitError) in try options.validate() }
         let runsPerCell = options.runs
@@ -118,9 +123,9 @@ struct BenchCommand: AsyncParsableCommand {
         func spread(_ value: BenchSpread, _ format: String) -> String {
             "\(String(format: format, value.median)) (\(String(format: format, value.min))–\(String(format: format, value.max)))"
         }
-        var header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "latency p50/p99 µs", "CPU s median", "peak RSS"]
+        var header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "latency p50/p99 µs", "CPU s median", "peak RSS", "copies send/recv"]
         let withReferences = !references.isEmpty
-        if withReferences { header += ["× tsctp", "× blast"] }
+        if withReferences { header += ["× tsctp", "× TCP", "× blast"] }
         var rows = [header]
         for cell in cells {
             var row = [
@@ -128,16 +133,21 @@ struct BenchCommand: AsyncParsableCommand {
                 spread(cell.megabytesPerSecond, "%.1f"), spread(cell.messagesPerSecond, "%.0f"),
                 cell.latencyP50Micros.flatMap { p50 in cell.latencyP99Micros.map { String(format: "%.0f / %.0f", p50, $0) } } ?? "–",
                 String(format: "%.2f", cell.cpuSeconds.median), ReportOutput.bytes(cell.peakResidentBytes),
+                String(format: "%.2f / %.2f", cell.copiesPerMessageSend, cell.copiesPerMessageReceive),
             ]
             if withReferences {
-                row += [cell.ratioToTsctp.map { String(format: "%.2f", $0) } ?? "–", cell.ratioToBlast.map { String(format: "%.2f", $0) } ?? "–"]
+                row += [cell.ratioToTsctp, cell.ratioToTCP, cell.ratioToBlast].map { $0.map { String(format: "%.2f", $0) } ?? "–" }
             }
             rows.append(row)
         }
         for reference in references {
-            let what = reference.name == "tsctp" ? "usrsctp tsctp (debug off)" : "UDP blast (sendmmsg/recvmmsg)"
-            var row = [what, "reference", "\(reference.size) B", "\(reference.runs)", spread(reference.megabytesPerSecond, "%.1f"), "", "", "", ""]
-            row += ["", ""]
+            let what = switch reference.name {
+            case "tsctp": "usrsctp tsctp (debug off)"
+            case "iperf3": "iperf3 (kernel TCP, 127.0.0.1)"
+            default: "UDP blast (sendmmsg/recvmmsg)"
+            }
+            var row = [what, "reference", "\(reference.size) B", "\(reference.runs)", spread(reference.megabytesPerSecond, "%.1f"), "", "", "", "", ""]
+            row += ["", "", ""]
             rows.append(row)
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
@@ -151,6 +161,6 @@ struct BenchCommand: AsyncParsableCommand {
 /// `--json`: the whole report.
 struct BenchReport: Encodable {
     var cells: [BenchCellReport]
-    /// `--reference`: tsctp per size and the UDP blast (empty without it).
+    /// `--reference`: tsctp and iperf3 per size and the UDP blast (empty without it).
     var references: [BenchReferenceReport] = []
 }

@@ -70,6 +70,10 @@ struct BenchJobTests {
             #expect(abs(bytesPerMessage - Double(cell.size)) < 1e-6 * Double(cell.size))
             #expect(cell.cpuSeconds.median >= 0)
             #expect(cell.peakResidentBytes > 0)
+            // Counted where the code copies: the fragmenter copies every payload byte out, the
+            // reassembler every payload byte in (other tests running beside may add to the counts).
+            #expect(cell.copiesPerMessageSend >= 1)
+            #expect(cell.copiesPerMessageReceive >= 1)
         }
         #expect(cells.map(\.count) == [256, 50])
     }

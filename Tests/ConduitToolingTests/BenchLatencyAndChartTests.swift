@@ -54,13 +54,15 @@ struct BenchLatencyAndChartTests {
             references: [
                 BenchReferenceReport(name: "tsctp", size: 1_024, megabytesPerSecond: [60]),
                 BenchReferenceReport(name: "tsctp", size: 65_536, megabytesPerSecond: [150]),
+                BenchReferenceReport(name: "iperf3", size: 65_536, megabytesPerSecond: [500]),
                 BenchReferenceReport(name: "udp-blast", size: 1_200, megabytesPerSecond: [700]),
             ])
         let svg = BenchChart.svg(report)
         #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
         #expect(svg.hasSuffix("</svg>\n"))
-        // 3 cells + 2 tsctp + the blast in each of the 2 size groups.
-        #expect(svg.components(separatedBy: "class=\"bar\"").count - 1 == 7)
+        // 3 cells + 2 tsctp + 1 iperf3 + the blast in each of the 2 size groups.
+        #expect(svg.components(separatedBy: "class=\"bar\"").count - 1 == 8)
+        #expect(svg.contains("iperf3 (kernel TCP)"))
         #expect(svg.contains(">1 KiB</text>") && svg.contains(">64 KiB</text>"))
         #expect(svg.contains("usrsctp tsctp (debug off)") && svg.contains("UDP blast, 1200-byte datagrams"))
         #expect(svg.contains("udp://127.0.0.1:0 reliable-message, 65536 B: 120 MB/s"))

@@ -6,8 +6,8 @@ import Testing
 import Glibc
 #endif
 
-/// `conduit bench --reference`: tsctp (usrsctp, debug output off) and the plain UDP blast run in
-/// the same job as Conduit, and every cell gets its ratio to both. The figures themselves are not
+/// `conduit bench --reference`: tsctp (usrsctp, debug output off), iperf3 (kernel TCP) and the
+/// plain UDP blast run in the same job as Conduit, and every cell gets its ratio to each. The figures themselves are not
 /// checked, only that the references ran, reported what their receivers measured, and that the
 /// ratios are what they say.
 ///
@@ -15,7 +15,7 @@ import Glibc
 /// starves the timing-sensitive tests that `swift test` runs in parallel with it. So it runs only
 /// with `CONDUIT_REFERENCE_TESTS=1`, which `.ci/run` sets for a separate, solitary step:
 /// `CONDUIT_REFERENCE_TESTS=1 swift test --filter BenchReferenceTests`. It is skipped where tsctp
-/// is not installed (Debian: libusrsctp-examples).
+/// or iperf3 is not installed (Debian: libusrsctp-examples, iperf3).
 @Suite("conduit bench --reference", .timeLimit(.minutes(1)))
 struct BenchReferenceTests {
     static let reference = BenchReferenceOptions(seconds: 0.5)
@@ -24,7 +24,7 @@ struct BenchReferenceTests {
 
     @Test(
         .enabled(if: requested, "runs alone: CONDUIT_REFERENCE_TESTS=1 swift test --filter BenchReferenceTests"),
-        .enabled(if: referencesInstalled, "needs /usr/lib/usrsctp/tsctp (libusrsctp-examples) and a built conduit-udp-blast")
+        .enabled(if: referencesInstalled, "needs /usr/lib/usrsctp/tsctp (libusrsctp-examples), /usr/bin/iperf3 and a built conduit-udp-blast")
     )
     func referencesRunAndRatiosAreSet() async throws {
         var options = BenchJob.Options(
@@ -33,8 +33,10 @@ struct BenchReferenceTests {
         options.reference = Self.reference
         let report = try await BenchJob(runtime: .forToolingTests(), options: options).runReport()
 
-        #expect(report.references.map(\.name) == ["tsctp", "udp-blast"])
+        #expect(report.references.map(\.name) == ["tsctp", "iperf3", "udp-blast"])
         let tsctp = try #require(report.references.first { $0.name == "tsctp" })
+        let tcp = try #require(report.references.first { $0.name == "iperf3" })
+        #expect(tcp.size == 1_024 && tcp.runs == 1 && tcp.megabytesPerSecond.median > 0)
         let blast = try #require(report.references.first { $0.name == "udp-blast" })
         #expect(tsctp.size == 1_024 && tsctp.runs == 1)
         #expect(blast.size == 1_200 && blast.runs == 1)
@@ -44,7 +46,9 @@ struct BenchReferenceTests {
         let cell = try #require(report.cells.first)
         let toTsctp = try #require(cell.ratioToTsctp)
         let toBlast = try #require(cell.ratioToBlast)
-        #expect(toTsctp > 0 && toBlast > 0)
+        let toTCP = try #require(cell.ratioToTCP)
+        #expect(toTsctp > 0 && toBlast > 0 && toTCP > 0)
+        #expect(abs(toTCP - cell.megabytesPerSecond.median / tcp.megabytesPerSecond.median) < 1e-9)
         #expect(abs(toTsctp - cell.megabytesPerSecond.median / tsctp.megabytesPerSecond.median) < 1e-9)
         #expect(abs(toBlast - cell.megabytesPerSecond.median / blast.megabytesPerSecond.median) < 1e-9)
         #expect(noReferenceProcessIsLeft())
@@ -56,7 +60,16 @@ struct BenchReferenceTests {
             countBytes: 64 * 1_024, timeout: .seconds(20))
         let report = try await BenchJob(runtime: .forToolingTests(), options: options).runReport()
         #expect(report.references.isEmpty)
-        #expect(report.cells.allSatisfy { $0.ratioToTsctp == nil && $0.ratioToBlast == nil })
+        #expect(report.cells.allSatisfy { $0.ratioToTsctp == nil && $0.ratioToBlast == nil && $0.ratioToTCP == nil })
+    }
+
+    @Test func iperf3ReportIsReadFromSumReceived() {
+        let report = """
+            {"end": {"streams": [], "sum_sent": {"bytes": 100, "bits_per_second": 111.5},
+            "sum_received": {"seconds":\t0.5, "bits_per_second":\t5896448719.4293671, "sender": true}}}
+            """
+        #expect(BenchReferenceRun.iperf3ReceivedBitsPerSecond(report) == 5896448719.4293671)
+        #expect(BenchReferenceRun.iperf3ReceivedBitsPerSecond(#"{"error": "unable to connect"}"#) == nil)
     }
 
     @Test func missingProgramsAreRefusedBeforeAnythingRuns() {
@@ -65,11 +78,14 @@ struct BenchReferenceTests {
         let error = #expect(throws: ConduitError.self) { try options.validate() }
         #expect(error?.code == .invalidConfiguration)
         #expect(error?.message.contains("libusrsctp-examples") == true)
+        options.reference = BenchReferenceOptions(iperf3Path: "/nonexistent/iperf3")
+        let missingTCP = #expect(throws: ConduitError.self) { try options.validate() }
+        #expect(missingTCP?.message.contains("apt-get install iperf3") == true)
         options.reference = BenchReferenceOptions(seconds: 0)
         #expect(throws: ConduitError.self) { try options.validate() }
     }
 
-    /// No tsctp or blast child of this process survives a run (they are our children: ppid is us).
+    /// No tsctp, iperf3 or blast child of this process survives a run (they are our children: ppid is us).
     func noReferenceProcessIsLeft() -> Bool {
         guard let directory = opendir("/proc") else { return true }
         defer { closedir(directory) }
@@ -84,7 +100,7 @@ struct BenchReferenceTests {
             // "pid (comm) state ppid ...": a zombie or live child named tsctp / conduit-udp-b.
             guard let close = stat.lastIndex(of: ")") else { continue }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, Int32(fields[1]) == me, stat.contains("(tsctp)") || stat.contains("(conduit-udp-bl") { return false }
+            if fields.count > 1, Int32(fields[1]) == me, stat.contains("(tsctp)") || stat.contains("(conduit-udp-bl") || stat.contains("(iperf3)") { return false }
         }
         return true
     }

@@ -66,6 +66,7 @@ public struct Fragmenter: Sendable {
         var frame = header
         frame.fragmentOffset = UInt32(nextOffset)
         batch.appendDataFrame(frame, payload: UnsafeRawBufferPointer(rebasing: message[nextOffset..<nextOffset + length]))
+        PayloadCopies.countSend(length)
         nextOffset += length
         isFinished = nextOffset >= totalLength
         return true

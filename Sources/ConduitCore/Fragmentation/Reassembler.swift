@@ -163,6 +163,7 @@ public struct Reassembler: Sendable {
             } else {
                 markDelivered(stream, key.messageID)
             }
+            PayloadCopies.countReceive(payload.count)
             return .complete(Message(key: key, sessionType: header.sessionType, timestamp: header.timestamp, bytes: Array(payload)))
         }
         guard makeRoom(for: total, sessionType: header.sessionType) else {
@@ -228,6 +229,7 @@ public struct Reassembler: Sendable {
             guard raw[byte] & bit == 0 else { return false }
             raw[byte] |= bit
             UnsafeMutableRawBufferPointer(rebasing: raw[Int(header.fragmentOffset)...]).copyMemory(from: payload)
+            PayloadCopies.countReceive(payload.count)
             return true
         }
         guard isNew else {

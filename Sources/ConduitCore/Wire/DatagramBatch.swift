@@ -129,6 +129,13 @@ public struct DatagramBatch: Sendable, Hashable {
         storage.append(prefix.3)
     }
 
+    /// Appends one datagram that `body` writes in place at the end of the storage, if it returns
+    /// true (otherwise what it wrote is removed): for encoders that would build it elsewhere and copy it in.
+    public mutating func appendInPlace(_ body: (inout [UInt8]) -> Bool) {
+        let start = storage.count
+        if body(&storage) { ends.append(storage.count) } else { storage.removeSubrange(start...) }
+    }
+
     /// Appends every datagram of `other`, in order.
     public mutating func append(contentsOf other: DatagramBatch) {
         let base = storage.count

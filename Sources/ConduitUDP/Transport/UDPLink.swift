@@ -1,4 +1,4 @@
-public import ConduitCore
+@_spi(Benchmarks) public import ConduitCore
 import NIOCore
 import Synchronization
 
@@ -178,6 +178,7 @@ public final class UDPLink: TransportLink {
         var buffer = channel.allocator.buffer(capacity: RTPHeader.size + batch.range(of: index).count)
         RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
         batch.withDatagram(index) { _ = buffer.writeBytes($0) }
+        PayloadCopies.countSend(batch.range(of: index).count)
         guard let sealed = sealed(buffer) else {
             state.value.statistics.sendErrors += 1
             promise?.succeed()
@@ -194,6 +195,7 @@ public final class UDPLink: TransportLink {
         for index in run {
             RTPHeader(sequence: sequence, timestamp: timestamp, ssrc: localSSRC).write(into: &buffer)
             batch.withDatagram(index) { _ = buffer.writeBytes($0) }
+            PayloadCopies.countSend(batch.range(of: index).count)
             sequence &+= 1
         }
         state.value.statistics.segmentedWrites += 1
@@ -225,6 +227,7 @@ public final class UDPLink: TransportLink {
         }
         buffer.withUnsafeReadableBytes { bytes in
             state.value.received.append(UnsafeRawBufferPointer(rebasing: bytes[RTPHeader.size...]))
+            PayloadCopies.countReceive(bytes.count - RTPHeader.size)
         }
         state.value.statistics.datagramsReceived += 1
         state.value.statistics.bytesReceived += buffer.readableBytes - RTPHeader.size
