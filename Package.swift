@@ -1,14 +1,28 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-/// Targets are split by capability, in the manner of swift-nio:
-/// - `ConduitCore`: sans-IO protocol logic (no sockets, clocks, C or Foundation).
-/// - `ConduitDriver`: the one driver of every sans-IO machine (read loop, pump, one deadline
-///   timer) on an injected clock; `ConduitTesting`: a virtual clock for host apps' tests.
-/// - `ConduitLoopback`: the in-process transport, the embedded default.
-/// - `Conduit`: the public, async API that hosts embed.
-/// - `ConduitConformance`: one behavioural suite that every transport must pass.
-/// - `conduit`: the command-line tool.
+// The module graph, bottom up (targets below are listed in this order). An arrow reads "depends
+// on"; every module also depends on ConduitCore. Sans-IO modules (no sockets, clocks, tasks, C or
+// Foundation) are marked *.
+//
+//   ConduitCore*        vocabulary, wire format v1, fragmentation, pacing, the session layer,
+//                       CallMachine, SansIOMachine, the transport protocols and registry
+//   ConduitARQ*         the reliability engine (ReliableLink): channels, acks, retransmission
+//   ConduitImpairment*  seeded loss, duplication, reordering, delay, rate
+//   ConduitRooms*       the rooms client: relay wire, ConferenceMachine, InvitationClient
+//   ConduitDriver       SansIODriver: read loop, pump, one deadline timer, on a ConduitClock
+//   ConduitRelayCore*   the relay server's half: RelayMachine, InvitationBook   -> Rooms
+//   ConduitTesting      VirtualClock for host apps' tests                      -> Driver
+//   ConduitLoopback     in-process transport                       -> ARQ (options), Impairment
+//   ConduitReliability  ReliableTransportLink: ARQ over a lossy link           -> ARQ, Driver
+//   ConduitSRTP, ConduitUDP, ConduitKernelSCTP, ConduitSCTP   transports (C behind traits)
+//   Conduit             the public API: runtime, calls, conferences, streams
+//                                           -> Rooms, Driver, Loopback, Reliability (ARQ options)
+//   ConduitRelay        RelayServer and tokens          -> RelayCore, Rooms, Driver, Reliability
+//   ConduitConformance  one suite every transport passes             -> Driver, Impairment
+//   ConduitTooling, conduit   the command line (jobs as a library, then the executable)
+//
+// An app links Conduit (plus the transports it picks): not the relay server, not the tooling.
 let strictSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
@@ -85,17 +99,17 @@ let package = Package(
             dependencies: ["ConduitCore", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
+        // One driver for every sans-IO machine, on an injected clock (sockets come from the link).
+        .target(
+            name: "ConduitDriver",
+            dependencies: ["ConduitCore"],
+            swiftSettings: strictSettings
+        ),
         // The relay server's sans-IO half: rooms, membership, routing, per-receiver queues,
         // invitations. `ConduitRelay` hosts it on transports.
         .target(
             name: "ConduitRelayCore",
             dependencies: ["ConduitCore", "ConduitRooms", .product(name: "DequeModule", package: "swift-collections")],
-            swiftSettings: strictSettings
-        ),
-        // One driver for every sans-IO machine, on an injected clock (sockets come from the link).
-        .target(
-            name: "ConduitDriver",
-            dependencies: ["ConduitCore"],
             swiftSettings: strictSettings
         ),
         // For host apps' tests: a virtual clock to run calls and conferences on.
@@ -121,11 +135,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // libsrtp2 (the system's, found with pkg-config) and SRTP/SRTCP protection on top of it.
+        .systemLibrary(name: "CSRTP"),
+        .target(
+            name: "ConduitSRTP",
+            dependencies: [.target(name: "CSRTP", condition: .when(traits: ["SRTP"])), "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
         // UDP networking on SwiftNIO: the UDP transport (RTP framing, cookie handshake) and the
         // user-space impairment proxy.
         .target(
             name: "ConduitUDP",
-            dependencies: [
+            dependencies: ["ConduitARQ",
                 "ConduitCore", "ConduitImpairment",
                 .target(name: "ConduitSRTP", condition: .when(traits: ["SRTP"])),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -133,13 +154,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
-            swiftSettings: strictSettings
-        ),
-        // libsrtp2 (the system's, found with pkg-config) and SRTP/SRTCP protection on top of it.
-        .systemLibrary(name: "CSRTP"),
-        .target(
-            name: "ConduitSRTP",
-            dependencies: [.target(name: "CSRTP", condition: .when(traits: ["SRTP"])), "ConduitCore"],
             swiftSettings: strictSettings
         ),
         // Kernel SCTP (sctp://), where the kernel has it: lksctp-tools' API (libsctp-dev).
@@ -174,7 +188,7 @@ let package = Package(
         .systemLibrary(name: "CZlib"),
         .target(
             name: "Conduit",
-            dependencies: [
+            dependencies: ["ConduitARQ",
                 "ConduitCore", "ConduitRooms", "ConduitDriver", "ConduitLoopback", "ConduitReliability",
                 .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -187,45 +201,25 @@ let package = Package(
         // RelayMachine over any transports, in process or as `conduit relay`.
         .target(
             name: "ConduitRelay",
-            dependencies: [
+            dependencies: ["ConduitARQ",
                 "ConduitCore", "ConduitRooms", "ConduitRelayCore", "ConduitDriver",
                 "ConduitReliability",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "ConduitConformance",
+            dependencies: ["ConduitImpairment", "ConduitCore", "ConduitDriver"],
+            swiftSettings: strictSettings
+        ),
         // What the command-line tool does, as a library so it is testable in process: seeded
         // verifiable payloads, the listen and send jobs and their JSON reports.
         .target(
             name: "ConduitTooling",
-            dependencies: ["Conduit", "ConduitCore", "ConduitSCTP"],
+            dependencies: ["ConduitImpairment", "ConduitRooms", "Conduit", "ConduitCore", "ConduitSCTP"],
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "ConduitConformance",
-            dependencies: ["ConduitCore", "ConduitDriver"],
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "conduit",
-            dependencies: [
-                "Conduit",
-                "ConduitUDP",
-                "ConduitSCTP",
-                "ConduitTooling",
-                "ConduitKernelSCTP",
-                "ConduitRelay",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings,
-            plugins: ["StreamCatalogPlugin"]
-        ),
-        // Reference runs: a plain UDP blast (sendmmsg/recvmmsg) and a one-function library that
-        // keeps tsctp's debug output off. C, our own code, no dependencies.
-        .executableTarget(name: "conduit-udp-blast"),
         // The stream catalog: IDs fixed at design time, checked at build time.
         .target(name: "ConduitStreamCatalog", swiftSettings: strictSettings),
         .executableTarget(
@@ -245,6 +239,26 @@ let package = Package(
             ),
             dependencies: ["conduit-stream-catalog"]
         ),
+        .executableTarget(
+            name: "conduit",
+            dependencies: ["ConduitCore", "ConduitImpairment", "ConduitRelayCore", "ConduitRooms",
+                "Conduit",
+                "ConduitUDP",
+                "ConduitSCTP",
+                "ConduitTooling",
+                "ConduitKernelSCTP",
+                "ConduitRelay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings,
+            plugins: ["StreamCatalogPlugin"]
+        ),
+        // Reference runs: a plain UDP blast (sendmmsg/recvmmsg) and a one-function library that
+        // keeps tsctp's debug output off. C, our own code, no dependencies.
+        .executableTarget(name: "conduit-udp-blast"),
         .testTarget(
             name: "ConduitCoreTests",
             dependencies: ["ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
@@ -257,7 +271,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitUDPTests",
-            dependencies: ["ConduitLogCapture", 
+            dependencies: ["ConduitLogCapture",
                 "ConduitUDP",
                 "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
                 "ConduitConformance",
@@ -275,7 +289,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitSCTPTests",
-            dependencies: ["ConduitLogCapture", 
+            dependencies: ["ConduitLogCapture",
                 "ConduitSCTP",
                 "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
                 "ConduitConformance",
@@ -368,7 +382,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitTests",
-            dependencies: ["ConduitLogCapture", 
+            dependencies: ["ConduitLogCapture",
                 "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitTesting", "ConduitLoopback",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

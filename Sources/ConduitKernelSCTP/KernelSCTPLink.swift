@@ -1,7 +1,6 @@
 #if KernelSCTP
 public import ConduitCore
 
-import ConduitRooms
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,5 @@
 public import ConduitCore
 public import ConduitARQ
-import ConduitRooms
 public import ConduitDriver
 public import CoreMetrics
 public import Logging

@@ -1,6 +1,5 @@
 #if SCTP
 import ConduitCore
-import ConduitRooms
 import NIOCore
 
 /// A channel's life on one stream: opened (by either side) with DATA_CHANNEL_OPEN, closed by

@@ -1,7 +1,6 @@
 #if SCTP
 public import ConduitCore
 
-import ConduitRooms
 /// How a Conduit call rides on data channels, so that a standard RFC 8831 peer sees ordinary,
 /// sensibly labelled channels and a Conduit peer gets full data-session semantics.
 ///

@@ -1,6 +1,5 @@
 #if SCTP
 public import ConduitCore
-import ConduitRooms
 import NIOCore
 import Synchronization
 

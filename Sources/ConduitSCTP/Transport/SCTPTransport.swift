@@ -1,6 +1,5 @@
 #if SCTP
 public import ConduitCore
-import ConduitRooms
 public import CoreMetrics
 public import Logging
 
