@@ -173,6 +173,7 @@ let package = Package(
         .target(
             name: "ConduitSCTP",
             dependencies: [
+                "ConduitUDP",
                 .target(name: "CUsrsctp", condition: .when(traits: ["SCTP"])),
                 .target(name: "CUsrsctpSupport", condition: .when(traits: ["SCTP"])),
                 "ConduitCore",

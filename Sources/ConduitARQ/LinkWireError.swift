@@ -2,7 +2,7 @@ import ConduitCore
 
 /// Why a reliable-link packet was refused (see `docs/wire-format.md`, "Reliable link packets").
 ///
-/// A separate type from ``WireError`` because it describes a different layer: the packets that
+/// A separate type from `WireError` (ConduitCore) because it describes a different layer: the packets that
 /// carry Conduit frames over transports without native reliability. Every case is a counted drop
 /// in ``ReliableLink/Statistics``, never a crash, and a refused packet changes no link state.
 public enum LinkWireError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -90,7 +90,7 @@ extension ReliableLink {
     /// `.none` retransmits until acknowledged, `.maxRetransmits(0)` is unreliable.
     public typealias Delivery = Reliability
 
-    /// What ``ReliableLink/send(_:channel:delivery:now:)`` did with a frame.
+    /// What ``ReliableLink/send(_:channel:delivery:now:)-([UInt8],_,_,_)`` did with a frame.
     public enum SendResult: Sendable, Hashable {
         /// Queued with this sequence number on its channel.
         case queued(sequence: UInt32)

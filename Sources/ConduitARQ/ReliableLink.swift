@@ -5,7 +5,7 @@ import DequeModule
 /// transports without native reliability (raw UDP).
 ///
 /// Modelled on quinn-proto and RFC 9000/9002 (QUIC). The driver feeds it datagrams
-/// (``handle(batch:now:)``), upper-layer frames (``send(_:channel:delivery:now:)``) and the
+/// (``handle(batch:now:)``), upper-layer frames (``send(_:channel:delivery:now:)-([UInt8],_,_,_)``) and the
 /// passing of time (``handleTimeout(now:)``), and drains packets to transmit
 /// (``pollTransmit(now:into:maxDatagrams:)``), frames for the upper layer
 /// (``pollDelivery(now:)``) and when to call again (``nextDeadline(now:)``). No clock, socket,

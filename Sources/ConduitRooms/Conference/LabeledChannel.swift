@@ -58,12 +58,7 @@ public struct ChannelDeclaration: Hashable, Sendable {
             throw ConduitError(.invalidIdentifier, "labeled channel '\(label)' must start with '#'")
         }
         guard protocolName.utf8.count <= 255 else { throw ConduitError(.invalidIdentifier, "protocol is longer than 255 bytes") }
-        self.label = label
-        self.direction = direction
-        self.reliability = reliability
-        self.protocolName = protocolName
-        self.compress = compress
-        self.senderHeader = senderHeader
+        self.init(unchecked: label, direction: direction, reliability: reliability, protocolName: protocolName, compress: compress, senderHeader: senderHeader)
     }
 
     init(unchecked label: ChannelLabel, direction: Direction, reliability: Reliability, protocolName: String, compress: Bool, senderHeader: Bool) {

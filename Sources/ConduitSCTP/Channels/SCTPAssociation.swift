@@ -1,5 +1,6 @@
 #if SCTP
 public import ConduitCore
+import ConduitUDP
 import NIOCore
 
 /// An SCTP association over UDP with a standard (RFC 8831/8832) peer: data channels opened by
@@ -81,7 +82,7 @@ public final class SCTPAssociationListener: Sendable {
 
     static func bind(_ url: TransportURL, conduitAware: Bool) async throws(ConduitError) -> SCTPAssociationListener {
         let options = try SCTPOptions(url, listening: true)
-        let address = try SCTPAddress.resolve(url)
+        let address = try SocketAddressing.resolve(url)
         let endpoint = try await SCTPUDPEndpoint.bind(to: address, isListener: true, limits: options.limits)
         let bound = endpoint.localAddress ?? address
         let localURL = TransportURL(scheme: SCTPOptions.scheme, host: bound.ipAddress ?? url.host, port: bound.port ?? url.port, query: url.query)

@@ -1,15 +1,16 @@
 #if SCTP
 import ConduitCore
+import ConduitUDP
 import NIOCore
 
 /// Sets up an association from our side (we are the client: even stream IDs).
 enum SCTPConnector {
     static func connect(to url: TransportURL, mode: SCTPConnection.Mode) async throws(ConduitError) -> SCTPConnection {
         let options = try SCTPOptions(url, listening: false)
-        let peer = try SCTPAddress.resolve(url)
-        let endpoint = try await SCTPUDPEndpoint.bind(to: try SCTPAddress.ephemeral(for: peer), isListener: false, limits: options.limits)
+        let peer = try SocketAddressing.resolve(url)
+        let endpoint = try await SCTPUDPEndpoint.bind(to: try SocketAddressing.ephemeral(for: peer), isListener: false, limits: options.limits)
         let stack = endpoint.stack
-        let description = "sctp+udp://\(SCTPAddress.describe(peer))"
+        let description = "sctp+udp://\(SocketAddressing.describe(peer))"
         let timeout = ConduitError(.timedOut, "no SCTP association with \(description) within \(options.connectTimeoutText) (INIT unanswered)")
         let future = stack.loop.flatSubmit { () -> EventLoopFuture<SCTPConnection> in
             let connection = stack.register { address in

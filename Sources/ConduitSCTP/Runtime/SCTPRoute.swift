@@ -1,4 +1,5 @@
 #if SCTP
+import ConduitUDP
 import NIOCore
 
 /// Where an association's packets go: a UDP socket on the stack's loop and the peer's address.
@@ -7,7 +8,7 @@ struct SCTPRoute: @unchecked Sendable {
     let channel: any Channel
     let peer: SocketAddress
 
-    var describe: String { SCTPAddress.describe(peer) }
+    var describe: String { SocketAddressing.describe(peer) }
 
     /// Copies `bytes` (usrsctp's buffer is only lent) into a datagram with its CRC32c (usrsctp
     /// leaves that to us, see ``SCTPChecksum``); flushed at the end of the loop task.

@@ -1,5 +1,6 @@
 #if SCTP
 import ConduitCore
+import ConduitUDP
 import NIOCore
 import NIOPosix
 
@@ -59,9 +60,9 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
             try await stack.loop.submit { holder.endpoint = endpoint }.get()
             return endpoint
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            throw ConduitError(.addressInUse, "udp://\(SCTPAddress.describe(address)) is already in use")
+            throw ConduitError(.addressInUse, "udp://\(SocketAddressing.describe(address)) is already in use")
         } catch {
-            throw ConduitError(.connectionFailed, "cannot bind a UDP socket to \(SCTPAddress.describe(address)): \(error)")
+            throw ConduitError(.connectionFailed, "cannot bind a UDP socket to \(SocketAddressing.describe(address)): \(error)")
         }
     }
 
@@ -182,29 +183,4 @@ final class SCTPDatagramHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {}
 }
 
-enum SCTPAddress {
-    static func describe(_ address: SocketAddress) -> String {
-        let host = address.ipAddress ?? "?"
-        let port = address.port ?? 0
-        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
-
-    static func ephemeral(for remote: SocketAddress) throws(ConduitError) -> SocketAddress {
-        do {
-            return try SocketAddress(ipAddress: remote.protocol == .inet6 ? "::" : "0.0.0.0", port: 0)
-        } catch {
-            throw ConduitError(.invalidAddress, "no local address for \(describe(remote))")
-        }
-    }
-
-    static func resolve(_ url: TransportURL) throws(ConduitError) -> SocketAddress {
-        let port = url.port ?? 0
-        if let address = try? SocketAddress(ipAddress: url.host, port: port) { return address }
-        do {
-            return try SocketAddress.makeAddressResolvingHost(url.host, port: port)
-        } catch {
-            throw ConduitError(.invalidAddress, "cannot resolve '\(url.host)' in \(url): \(error)")
-        }
-    }
-}
 #endif

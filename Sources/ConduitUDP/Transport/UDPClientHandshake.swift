@@ -123,7 +123,7 @@ final class UDPClientHandshake: Sendable {
             let why = reason == 2
                 ? "its SRTP profile differs from ours (or only one side uses SRTP)"
                 : "it could not authenticate it with SRTP (the SRTP keys or profile differ, or only one side uses SRTP)"
-            return fail(ConduitError(.connectionFailed, "udp://\(UDPSocket.describe(server)) refused the handshake: \(why)"))
+            return fail(ConduitError(.connectionFailed, "udp://\(SocketAddressing.describe(server)) refused the handshake: \(why)"))
         }
         if let srtp {
             switch srtp.value.unprotect(data) {

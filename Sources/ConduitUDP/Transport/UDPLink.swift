@@ -61,7 +61,7 @@ public final class UDPLink: TransportLink {
     ) {
         var random = SystemRandomNumberGenerator()
         self.capabilities = UDPOptions.capabilities(mtu: mtu)
-        self.remoteDescription = "udp://\(UDPSocket.describe(peer))"
+        self.remoteDescription = "udp://\(SocketAddressing.describe(peer))"
         self.localSSRC = localSSRC
         self.remoteSSRC = remoteSSRC
         self.channel = channel

@@ -211,16 +211,6 @@ enum UDPOptions {
         )
     }
 
-    /// The socket address of `url`: an IP literal, else a name resolved by the system.
-    static func resolve(_ url: TransportURL) throws(ConduitError) -> SocketAddress {
-        let port = url.port ?? 0
-        if let address = try? SocketAddress(ipAddress: url.host, port: port) { return address }
-        do {
-            return try SocketAddress.makeAddressResolvingHost(url.host, port: port)
-        } catch {
-            throw ConduitError(.invalidAddress, "cannot resolve '\(url.host)' in \(url): \(error)")
-        }
-    }
 }
 
 /// Where a transport's sockets use offload (see ``UDPTransport/Configuration/Offload``).

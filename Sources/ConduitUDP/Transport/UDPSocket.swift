@@ -57,9 +57,9 @@ enum UDPSocket {
                 }
                 .bind(to: address).get()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            throw ConduitError(.addressInUse, "udp://\(describe(address)) is already in use")
+            throw ConduitError(.addressInUse, "udp://\(SocketAddressing.describe(address)) is already in use")
         } catch {
-            throw ConduitError(.connectionFailed, "cannot bind a UDP socket to \(describe(address)): \(error)")
+            throw ConduitError(.connectionFailed, "cannot bind a UDP socket to \(SocketAddressing.describe(address)): \(error)")
         }
     }
 
@@ -69,19 +69,4 @@ enum UDPSocket {
         return host.hasPrefix("127.") || host == "::1" || host.lowercased().hasPrefix("::ffff:127.")
     }
 
-    /// `HOST:PORT` with IPv6 hosts in brackets.
-    static func describe(_ address: SocketAddress) -> String {
-        let host = address.ipAddress ?? "?"
-        let port = address.port ?? 0
-        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
-
-    /// The wildcard address of `remote`'s family, port 0: where a client socket binds.
-    static func ephemeral(for remote: SocketAddress) throws(ConduitError) -> SocketAddress {
-        do {
-            return try SocketAddress(ipAddress: remote.protocol == .inet6 ? "::" : "0.0.0.0", port: 0)
-        } catch {
-            throw ConduitError(.invalidAddress, "no local address for \(describe(remote))")
-        }
-    }
 }

@@ -100,7 +100,7 @@ public struct UDPTransport: Transport {
     }
 
     private func listenUDP(at url: TransportURL, configuration options: Configuration) async throws(ConduitError) -> UDPListener {
-        let address = try UDPOptions.resolve(url)
+        let address = try SocketAddressing.resolve(url)
         let loop = group.next()
         let filter = try srtpFilter(options, isClient: false)
         let offload = UDPOffloadPolicy(mode: options.offload)
@@ -147,13 +147,13 @@ public struct UDPTransport: Transport {
             throw ConduitError(.invalidAddress, "cannot connect to port 0 (\(url))")
         }
         let limit = options.connectLimit(caller: caller)
-        let server = try UDPOptions.resolve(url)
+        let server = try SocketAddressing.resolve(url)
         let loop = group.next()
         let filter = try srtpFilter(options, isClient: true)
         let offload = UDPOffloadPolicy(mode: options.offload)
         let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
         let channel = try await UDPSocket.bind(
-            to: try UDPSocket.ephemeral(for: server),
+            to: try SocketAddressing.ephemeral(for: server),
             on: loop,
             mtu: options.mtu,
             receiveOffload: offload.receives,
@@ -162,7 +162,7 @@ public struct UDPTransport: Transport {
         )
         let timeout = ConduitError(
             .timedOut,
-            "no answer from udp://\(UDPSocket.describe(server)) within \(Configuration.describe(limit))"
+            "no answer from udp://\(SocketAddressing.describe(server)) within \(Configuration.describe(limit))"
                 + (options.srtp != nil ? " (SRTP is on: a listener without SRTP cannot read our handshake)" : "")
         )
         do {
@@ -174,7 +174,7 @@ public struct UDPTransport: Transport {
             return try await withTaskCancellationHandler {
                 try await established.get()
             } onCancel: {
-                handshake.cancel(ConduitError(.connectionFailed, "connecting to udp://\(UDPSocket.describe(server)) was cancelled"))
+                handshake.cancel(ConduitError(.connectionFailed, "connecting to udp://\(SocketAddressing.describe(server)) was cancelled"))
             }
         } catch {
             try? await channel.close()
