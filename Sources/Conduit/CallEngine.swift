@@ -3,7 +3,7 @@ import ConduitDriver
 
 /// One `CallMachine` over one `TransportLink`: the I/O half of a call, as a thin adapter from the
 /// machine's events to the API's objects. The loops, the timer and the close are the shared
-/// driver's (``SansIODriverHost``); data sessions, metrics and the end log are
+/// driver's (`SansIODriverHost`); data sessions, metrics and the end log are
 /// ``SessionEngine``'s. The actor runs on the link's executor when it has one.
 actor CallEngine: SessionEngine {
     var driver: SansIODriver<CallMachine>

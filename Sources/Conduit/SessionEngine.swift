@@ -53,7 +53,7 @@ struct SessionTables {
     }
 }
 
-/// An engine (``CallEngine``, ``ConferenceEngine``): a ``SansIODriverHost`` that adapts its
+/// An engine (``CallEngine``, ``ConferenceEngine``): a `SansIODriverHost` that adapts its
 /// machine's events to API objects. Everything about data sessions, metrics and the end log is
 /// here, once; the engines keep their control planes (handshake, rooms, tracks, channels).
 protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundDelivering where Machine: SessionMachine {

@@ -66,7 +66,7 @@ extension ReliableLink {
         public var maxPacingBurst: Int { 64 * maxDatagramSize }
 
         /// Traps on a configuration the link cannot honour (a programming error, like an invalid
-        /// fragment size in ``CallMachine``).
+        /// fragment size in `CallMachine`).
         func check() {
             precondition((64...65_535).contains(maxDatagramSize), "maxDatagramSize must be 64...65535")
             precondition(maxFramePayload >= 1, "maxDatagramSize leaves no room for a frame")

@@ -3,13 +3,13 @@ import ConduitRooms
 
 /// Invitations hosted by the relay (issue 8, Tencent signaling, `seeds/004`).
 ///
-/// Invitations are relay-wide: any joined peer may invite any peer by ``PeerID``, whatever room
+/// Invitations are relay-wide: any joined peer may invite any peer by `PeerID`, whatever room
 /// each is in. A peer is *online* while it has at least one joined connection (in any room);
 /// when its last one goes, the book hears ``InvitationBook/peerLeft(_:now:)``.
 ///
 /// ## Framing
 ///
-/// An ``InvitationMessage`` rides a room-control `extension` frame with extension ID 1 and
+/// An `InvitationMessage` rides a room-control `extension` frame with extension ID 1 and
 /// member 0 (the relay itself) in both directions. The relay intercepts extension 1: it is never
 /// forwarded to a member, and the inviter's identity is the one its join token proved (the
 /// relay takes it from the connection, never from the body).
@@ -65,7 +65,7 @@ public struct RelayInvitations: Sendable {
     /// Peers with at least one joined connection.
     public var onlinePeerCount: Int { connectionsByPeer.count }
 
-    /// The size of `newInvitation` for `request` from `inviter` (see ``InvitationMessage``):
+    /// The size of `newInvitation` for `request` from `inviter` (see `InvitationMessage`):
     /// the relay checks it fits an extension frame before the book opens the invitation.
     static func newInvitationSize(_ request: InvitationRequest, inviter: PeerID) -> Int {
         var size = InvitationMessage.headerSize + 1 + inviter.rawValue.utf8.count

@@ -12,7 +12,7 @@ import ConduitRooms
 /// a join becomes an `.authorize` action and waits for ``admit(_:grant:now:)`` or ``refuse(_:_:now:)``.
 ///
 /// Forwarding is one copy: the upstream frame is copied once, its envelope rewritten in place
-/// (``RelayEnvelope/restamp(_:from:)``), and that one array is shared by every receiver's queue.
+/// (`RelayEnvelope/restamp(_:from:)`), and that one array is shared by every receiver's queue.
 public struct RelayMachine: Sendable {
     /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public let configuration: RelayConfiguration

@@ -114,7 +114,7 @@ package struct BenchJob: Sendable {
         package var bytes: Int
         package var elapsedSeconds: Double
         package var cpuSeconds: Double
-        /// Payload bytes copied on the way out and in (``PayloadCopies``), over the bytes delivered.
+        /// Payload bytes copied on the way out and in (`PayloadCopies`), over the bytes delivered.
         package var copiesPerMessageSend: Double = 0
         package var copiesPerMessageReceive: Double = 0
         package var megabytesPerSecond: Double { elapsedSeconds > 0 ? Double(bytes) / elapsedSeconds / 1e6 : 0 }
@@ -229,7 +229,7 @@ package struct BenchCellReport: Sendable, Codable, Hashable {
     package var peakResidentBytes: Int
     /// How many times each message's payload was copied between the app and the socket, on the
     /// sending side and on the receiving side: payload bytes copied, counted where the code copies
-    /// (``PayloadCopies``), over message bytes delivered; median over the runs. A copy below the
+    /// (`PayloadCopies`), over message bytes delivered; median over the runs. A copy below the
     /// call layer also copies its headers, so each such copy counts a little over 1.
     package var copiesPerMessageSend: Double
     package var copiesPerMessageReceive: Double

@@ -53,7 +53,7 @@ package struct InviteJob: Sendable {
     }
 
     /// Runs the job; `progress` gets one line per event. Throws the relay's refusal of the invite
-    /// (``InvitationError``) or the join's ``ConduitError``.
+    /// (`InvitationError`) or the join's `ConduitError`.
     package func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Report {
         let lobby = try await runtime.join(relay: options.relay, room: options.room, as: options.peer, token: options.token)
         let events = lobby.invitationEvents
@@ -147,7 +147,7 @@ package struct AnswerJob: Sendable {
     }
 
     /// Runs the job; `progress` gets one-line updates. Throws `timedOut` if no invitation came,
-    /// or the relay's refusal of the answer (``InvitationError``).
+    /// or the relay's refusal of the answer (`InvitationError`).
     package func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Report {
         let lobby = try await runtime.join(relay: options.relay, room: options.room, as: options.peer, token: options.token)
         let events = lobby.invitationEvents

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// It answers every `dataSessionIncoming` with an inbound session and receives on all of them
 /// concurrently. Message types are verified per message; bytes types are rebuilt with a
-/// ``FragmentAggregator`` first. With ``Options/echo`` it opens an outbound session of the same
+/// `FragmentAggregator` first. With ``Options/echo`` it opens an outbound session of the same
 /// stream ID and type back to the caller when the first message of a stream arrives, and sends
 /// every received message back with its timestamp (each echo is awaited, so the caller's pace
 /// follows the echo path's backpressure).

@@ -118,7 +118,7 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
 }
 
 /// The counters a session layer keeps in its host's statistics (``CallStatistics``,
-/// ``ConferenceStatistics``), beside the host's own.
+/// `ConferenceStatistics`), beside the host's own.
 package protocol SessionStatistics: Sendable {
     init()
     var datagramsReceived: Int { get set }

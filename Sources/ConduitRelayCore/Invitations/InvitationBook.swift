@@ -4,7 +4,7 @@ public import ConduitRooms
 
 /// The relay's table of invitations (Tencent-style signaling, `seeds/004`), sans-IO: requests and
 /// `now` go in; events for peers come out of ``takeDeliveries()``; refusals are thrown as
-/// ``InvitationError``. No clock, no I/O, no Foundation.
+/// `InvitationError`. No clock, no I/O, no Foundation.
 ///
 /// ## States and events
 ///

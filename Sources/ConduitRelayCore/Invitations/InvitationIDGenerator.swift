@@ -6,7 +6,7 @@ import ConduitCore
 /// bijection, so distinct counters give distinct IDs and uniqueness needs no lookup. The two
 /// rounds keep a peer that saw some IDs from inverting one and stepping the counter to the next
 /// (one round would allow it). Not a cryptographic guarantee, and not needed as one: see
-/// ``InvitationID``.
+/// `InvitationID`.
 struct InvitationIDGenerator: Sendable {
     private let k1: UInt64
     private let k2: UInt64

@@ -74,7 +74,7 @@ extension ConferenceMachine {
     public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { sessions.outboundCloseReason(key) }
 
     /// The longest queueing delay among the open outbound sessions (zero when every queue is
-    /// empty), as ``CallMachine/longestQueueingDelay(now:)``.
+    /// empty), as `CallMachine/longestQueueingDelay(now:)`.
     public func longestQueueingDelay(now: ConduitInstant) -> Duration { sessions.longestQueueingDelay(now: now) }
 }
 

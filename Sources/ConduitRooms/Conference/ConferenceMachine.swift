@@ -4,7 +4,7 @@ import DequeModule
 /// The sans-IO client of a group room: one link to a relay, carrying the room's peer list,
 /// subgroups and data sessions (LINE Planet `PlanetKitConference`).
 ///
-/// Same contract as ``CallMachine``: datagrams, app commands and `now` go in; frames
+/// Same contract as `CallMachine`: datagrams, app commands and `now` go in; frames
 /// (``pollTransmit(now:into:maxBytes:)``), events (``pollEvent()``) and deadlines come out. Its data
 /// sessions are the 1:1 call's session layer (queues, 2 Mbit/s pacer, `tooLongQueuedData`,
 /// graceful close, announce and hold); what is the conference's own is the control plane (join,

@@ -151,7 +151,7 @@ public struct ChannelFrameHeader: Hashable, Sendable {
         return out
     }
 
-    /// Parses the header at the start of a datagram. Throws ``WireError`` if it is truncated or malformed.
+    /// Parses the header at the start of a datagram. Throws `WireError` if it is truncated or malformed.
     public static func parse(_ datagram: UnsafeRawBufferPointer) throws(WireError) -> ChannelFrameHeader {
         guard datagram.count > size else { throw .truncated(needed: size + 1, got: datagram.count) }
         let first = datagram.readU8(0)

@@ -1,7 +1,7 @@
 import ConduitCore
 
 /// Why the relay refused an invitation request. A struct with an extensible numeric code (as
-/// swift-nio-http2 and ``ConduitError`` do), so new codes can be added, and a code this version
+/// swift-nio-http2 and `ConduitError` do), so new codes can be added, and a code this version
 /// does not know still travels on the wire and prints.
 public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A refusal's code; codes this version does not know keep their number.

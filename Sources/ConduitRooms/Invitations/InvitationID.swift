@@ -3,10 +3,10 @@ import ConduitCore
 /// Names one invitation on one relay. The inviter gets it back from `invite`; every event of the
 /// invitation carries it.
 ///
-/// IDs are unique for the life of an ``InvitationBook`` (a counter through a bijective mixer, so
+/// IDs are unique for the life of an `InvitationBook` (a counter through a bijective mixer, so
 /// two invitations never share one) and not derivable from one another without the book's
 /// secret key. That is a courtesy, not the security boundary: the book refuses an answer or a cancel from any peer that
-/// is not a party of the invitation, whatever ID it presents (see ``InvitationBook``).
+/// is not a party of the invitation, whatever ID it presents (see `InvitationBook`).
 public struct InvitationID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Never 0: the wire uses 0 for "no invitation".
     public let rawValue: UInt64

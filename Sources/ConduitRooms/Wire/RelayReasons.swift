@@ -1,7 +1,7 @@
 import ConduitCore
 
 /// Why the relay refused a join, a subscription or a frame. Each kind has its own counter in
-/// ``RelayStatistics/refusals``; refused frames are never relayed.
+/// `RelayStatistics/refusals`; refused frames are never relayed.
 public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// The join carried no token.
     case tokenMissing = 1

@@ -346,7 +346,7 @@ public enum RoomControlFrame: Hashable, Sendable {
         return frame
     }
 
-    /// Parses a room-control frame. Throws ``WireError`` for a truncated, unknown or malformed frame.
+    /// Parses a room-control frame. Throws `WireError` for a truncated, unknown or malformed frame.
     public static func parse(_ bytes: [UInt8]) throws(WireError) -> RoomControlFrame {
         let result: Result<RoomControlFrame, WireError> = bytes.withUnsafeBytes { raw in
             Result { () throws(WireError) in try parse(raw) }

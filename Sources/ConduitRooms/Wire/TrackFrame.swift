@@ -56,7 +56,7 @@ public struct TrackFrameHeader: Hashable, Sendable {
         return out
     }
 
-    /// Parses the header at the start of a datagram. Throws ``WireError`` if truncated or malformed.
+    /// Parses the header at the start of a datagram. Throws `WireError` if truncated or malformed.
     public static func parse(_ datagram: UnsafeRawBufferPointer) throws(WireError) -> TrackFrameHeader {
         guard datagram.count > size else { throw .truncated(needed: size + 1, got: datagram.count) }
         let first = datagram.readU8(0)
