@@ -167,6 +167,10 @@ public struct ReliableLink: Sendable {
     /// reserved for many) would keep that space alive with its frames, so its frames are copied.
     public mutating func send(datagram index: Int, of batch: DatagramBatch, channel: UInt32, delivery: Delivery = .reliableOrdered, now: ConduitInstant) -> SendResult {
         let frame = batch.storage[batch.range(of: index)]
+        // Refusals first: a frame the queue cannot take now is not copied only to be dropped (a
+        // writer retries it once the queue has room).
+        guard frame.count <= configuration.maxFramePayload else { return .frameTooLarge(limit: configuration.maxFramePayload) }
+        guard queuedBytes + frame.count + Self.frameOverhead <= configuration.maxSendQueueBytes else { return .queueFull }
         if batch.byteCount * 2 >= batch.storage.capacity {
             return send(frame, channel: channel, delivery: delivery, now: now)
         }

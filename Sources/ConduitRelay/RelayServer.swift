@@ -139,7 +139,7 @@ public actor RelayServer {
     private func acceptLoop(_ listener: any TransportListener, reliability: ReliableLink.Configuration) async {
         while !Task.isCancelled {
             guard let raw = try? await listener.accept() else { break }
-            let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability)
+            let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability, clock: clock)
             adopt(link)
         }
     }

@@ -99,4 +99,24 @@ import Testing
         combined.append([5])
         #expect(combined.tag(at: 0) == .neutral)
     }
+
+    /// A datagram written in place (as the reliability engine builds its packets) keeps the tags
+    /// parallel too: untagged, and the tags after it belong to the right datagrams.
+    @Test func aDatagramWrittenInPlaceKeepsTheTagsParallel() {
+        let track = FrameTag(channel: FrameTag.trackChannel(3), delivery: .reliableOrdered)
+        var batch = DatagramBatch()
+        batch.append([1], tag: track)
+        batch.appendInPlace { storage in
+            storage.append(contentsOf: [2, 2])
+            return true
+        }
+        batch.appendInPlace { storage in
+            storage.append(9)
+            return false
+        }
+        batch.append([3], tag: .farewell)
+        #expect(batch.count == 3)
+        #expect((0..<3).map { batch[$0] } == [[1], [2, 2], [3]])
+        #expect((0..<3).map { batch.tag(at: $0) } == [track, .neutral, .farewell])
+    }
 }

@@ -133,7 +133,12 @@ public struct DatagramBatch: Sendable, Hashable {
     /// true (otherwise what it wrote is removed): for encoders that would build it elsewhere and copy it in.
     public mutating func appendInPlace(_ body: (inout [UInt8]) -> Bool) {
         let start = storage.count
-        if body(&storage) { ends.append(storage.count) } else { storage.removeSubrange(start...) }
+        if body(&storage) {
+            ends.append(storage.count)
+            datagramAppended()
+        } else {
+            storage.removeSubrange(start...)
+        }
     }
 
     /// Appends every datagram of `other`, in order.

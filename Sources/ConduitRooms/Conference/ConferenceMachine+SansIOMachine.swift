@@ -7,4 +7,9 @@ extension ConferenceMachine: SansIOMachine {
     public mutating func deadlines(now: ConduitInstant) -> (transmit: ConduitInstant?, timeout: ConduitInstant?) {
         (nextTransmit(now: now), nextTimeout())
     }
+
+    /// Whether a session send landed in an empty queue since the last call (the session layer
+    /// keeps the flag): only then can the deadlines have moved earlier because of sends. Track and
+    /// channel frames have no timeout deadline of their own, and their sends wake the pump anyway.
+    public mutating func takeQueueHeadAdded() -> Bool { sessions.takeQueueHeadAdded() }
 }
