@@ -22,7 +22,8 @@ packages=(
 )
 missing=()
 for package in "${packages[@]}"; do
-    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    # Installed, not merely known: a package removed without purging still answers `dpkg -s`.
+    [ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" = "install ok installed" ] || missing+=("$package")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "Scripts/test.sh: installing the Debian packages the full suite needs: ${missing[*]}"

@@ -4,7 +4,7 @@ import ConduitDriver
 /// One `CallMachine` over one `TransportLink`: the I/O half of a call, as a thin adapter from the
 /// machine's events to the API's objects. The loops, the timer and the close are the shared
 /// driver's (`SansIODriverHost`); data sessions, metrics and the end log are
-/// ``SessionEngine``'s. The actor runs on the link's executor when it has one.
+/// ``SessionEngine``'s. The actor runs on an executor of its own, not the link's (see `init`).
 actor CallEngine: SessionEngine {
     var driver: SansIODriver<CallMachine>
     let configuration: ConduitConfiguration
@@ -24,7 +24,10 @@ actor CallEngine: SessionEngine {
         transport: String, clock: (any ConduitClock)? = nil
     ) {
         self.configuration = configuration
-        executor = DriverExecutor(for: link)
+        // Not the link's event loop: the app calls into the engine once per send, and a hop onto
+        // the loop's thread and back per message costs more (two thread wake-ups) than the one
+        // hop per batch between the engine and the link (measured: 13 vs 296 MB/s at 1 KiB).
+        executor = DriverExecutor(for: link, followsLink: false)
         var observer = SessionLayerObserver(observability, kind: .call, transport: transport, link: link)
         observer.logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(localPeer)"
         self.observer = observer

@@ -47,7 +47,10 @@ actor ConferenceEngine: SessionEngine {
         observability: ConduitObservability, transport: String, clock: (any ConduitClock)? = nil
     ) {
         self.configuration = configuration
-        executor = DriverExecutor(for: link)
+        // Not the link's event loop: the app calls into the engine once per send, and a hop onto
+        // the loop's thread and back per message costs more (two thread wake-ups) than the one
+        // hop per batch between the engine and the link (measured: 13 vs 296 MB/s at 1 KiB).
+        executor = DriverExecutor(for: link, followsLink: false)
         var observer = SessionLayerObserver(observability, kind: .conference, transport: transport, link: link)
         observer.logger[metadataKey: ConduitObservability.MetadataKey.peer] = "\(peer)"
         observer.logger[metadataKey: ConduitObservability.MetadataKey.room] = "\(room)"

@@ -9,9 +9,11 @@ public final class DriverExecutor: Sendable {
     /// Lends its default executor when the link has none.
     private let donor = ExecutorDonor()
 
-    /// The executor for an actor that drives `link`.
-    public init(for link: any TransportLink) {
-        preferred = link.preferredExecutor
+    /// The executor for an actor that drives `link`: the link's own when `followsLink` (an actor
+    /// the link's I/O calls into for every batch, such as the reliable link), else a default
+    /// executor of its own.
+    public init(for link: any TransportLink, followsLink: Bool = true) {
+        preferred = followsLink ? link.preferredExecutor : nil
     }
 
     /// The link's executor, or the default one lent here.
