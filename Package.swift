@@ -7,18 +7,18 @@ import PackageDescription
 //
 //   ConduitCore*        vocabulary, wire format v1, fragmentation, pacing, the session layer,
 //                       CallMachine, SansIOMachine, the transport protocols and registry
-//   ConduitARQ*         the reliability engine (ReliableLink): channels, acks, retransmission
+//   ConduitARQ*         the reliability engine (ARQEngine): channels, acks, retransmission
 //   ConduitImpairment*  seeded loss, duplication, reordering, delay, rate
 //   ConduitRooms*       the rooms client: relay wire, ConferenceMachine, InvitationClient
 //   ConduitDriver       SansIODriver: read loop, pump, one deadline timer, on a ConduitClock
 //   ConduitRelayCore*   the relay server's half: RelayMachine, InvitationBook   -> Rooms
 //   ConduitTesting      VirtualClock for host apps' tests                      -> Driver
 //   ConduitLoopback     in-process transport                       -> ARQ (options), Impairment
-//   ConduitReliability  ReliableTransportLink: ARQ over a lossy link           -> ARQ, Driver
+//   ConduitReliableTransport  ReliableTransportLink: ARQ over a lossy link     -> ARQ, Driver
 //   ConduitSRTP, ConduitUDP, ConduitKernelSCTP, ConduitSCTP   transports (C behind traits)
 //   Conduit             the public API: runtime, calls, conferences, streams
-//                                           -> Rooms, Driver, Loopback, Reliability (ARQ options)
-//   ConduitRelay        RelayServer and tokens          -> RelayCore, Rooms, Driver, Reliability
+//                                           -> Rooms, Driver, Loopback, ReliableTransport
+//   ConduitRelay        RelayServer and tokens          -> RelayCore, Rooms, Driver, ReliableTransport
 //   ConduitConformance  one suite every transport passes             -> Driver, Impairment
 //   ConduitTooling, conduit   the command line (jobs as a library, then the executable)
 //
@@ -43,7 +43,7 @@ let package = Package(
         .library(name: "ConduitTesting", targets: ["ConduitTesting"]),
         .library(name: "ConduitLoopback", targets: ["ConduitLoopback"]),
         .library(name: "ConduitConformance", targets: ["ConduitConformance"]),
-        .library(name: "ConduitReliability", targets: ["ConduitReliability"]),
+        .library(name: "ConduitReliableTransport", targets: ["ConduitReliableTransport"]),
         .library(name: "ConduitUDP", targets: ["ConduitUDP"]),
         .library(name: "ConduitSRTP", targets: ["ConduitSRTP"]),
         .library(name: "ConduitSCTP", targets: ["ConduitSCTP"]),
@@ -127,7 +127,7 @@ let package = Package(
         .target(name: "CConduitCRC32C"),
         // The core's reliability engine driven over any unreliable TransportLink (clock and tasks).
         .target(
-            name: "ConduitReliability",
+            name: "ConduitReliableTransport",
             dependencies: [
                 "ConduitCore", "ConduitARQ", "ConduitDriver", "CConduitCRC32C", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -190,7 +190,7 @@ let package = Package(
         .target(
             name: "Conduit",
             dependencies: ["ConduitARQ",
-                "ConduitCore", "ConduitRooms", "ConduitDriver", "ConduitLoopback", "ConduitReliability",
+                "ConduitCore", "ConduitRooms", "ConduitDriver", "ConduitLoopback", "ConduitReliableTransport",
                 .target(name: "CZlib", condition: .when(traits: ["Zlib"])),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
@@ -204,7 +204,7 @@ let package = Package(
             name: "ConduitRelay",
             dependencies: ["ConduitARQ",
                 "ConduitCore", "ConduitRooms", "ConduitRelayCore", "ConduitDriver",
-                "ConduitReliability",
+                "ConduitReliableTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
@@ -276,7 +276,7 @@ let package = Package(
                 "ConduitUDP",
                 "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
                 "ConduitConformance",
-                "ConduitReliability",
+                "ConduitReliableTransport",
                 "Conduit",
                 "ConduitSRTP",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -312,8 +312,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "ConduitReliabilityTests",
-            dependencies: ["ConduitReliability", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance"],
+            name: "ConduitReliableTransportTests",
+            dependencies: ["ConduitReliableTransport", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -43,17 +43,17 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),
         .executableTarget(
-            name: "ReliabilityBenchmarks",
+            name: "ARQEngineBenchmarks",
             dependencies: [
                 .product(name: "ConduitCore", package: "conduit"),
                 .product(name: "ConduitARQ", package: "conduit"),
                 .product(name: "ConduitRooms", package: "conduit"),
                 .product(name: "ConduitRelayCore", package: "conduit"),
                 .product(name: "ConduitImpairment", package: "conduit"),
-                .product(name: "ConduitReliability", package: "conduit"),
+                .product(name: "ConduitReliableTransport", package: "conduit"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
-            path: "Benchmarks/ReliabilityBenchmarks",
+            path: "Benchmarks/ARQEngineBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),

@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CONDUIT_DOCS=1
 
 modules=(Conduit ConduitCore ConduitARQ ConduitRooms ConduitRelayCore ConduitImpairment ConduitDriver ConduitTesting
-         ConduitLoopback ConduitReliability ConduitUDP ConduitSRTP ConduitSCTP ConduitKernelSCTP ConduitRelay ConduitConformance)
+         ConduitLoopback ConduitReliableTransport ConduitUDP ConduitSRTP ConduitSCTP ConduitKernelSCTP ConduitRelay ConduitConformance)
 targets=()
 for module in "${modules[@]}"; do targets+=(--target "$module"); done
 

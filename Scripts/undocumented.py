@@ -17,7 +17,7 @@ import sys
 from urllib.parse import unquote, urlparse
 
 PRODUCT_MODULES = [
-    "Conduit", "ConduitCore", "ConduitLoopback", "ConduitReliability", "ConduitUDP",
+    "Conduit", "ConduitCore", "ConduitLoopback", "ConduitReliableTransport", "ConduitUDP",
     "ConduitSRTP", "ConduitSCTP", "ConduitKernelSCTP", "ConduitRelay", "ConduitConformance",
     "ConduitDriver", "ConduitTesting", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
 ]

@@ -1,7 +1,7 @@
 public import ConduitCore
 import ConduitARQ
 public import ConduitDriver
-import ConduitReliability
+import ConduitReliableTransport
 public import CoreMetrics
 public import Logging
 
@@ -74,13 +74,13 @@ public struct ConduitRuntime: Sendable {
     static let connectBackstop: Duration = .milliseconds(500)
 
     private func connect(_ transport: any Transport, _ resolved: TransportURL, as peer: PeerID) async throws(ConduitError) -> Call {
-        let reliability = try ReliableLink.Configuration(url: resolved)
+        let reliability = try ARQEngine.Configuration(url: resolved)
         let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
         let deadline = ContinuousClock.now + timeout
         // The transport is given the limit (its own error says what went unanswered); this bound,
         // a moment later, is the backstop for transports that take no limit.
         let raw = try await withTimeout(timeout + Self.connectBackstop, what: "connecting to \(resolved)") { () throws(ConduitError) in
-            try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
+            try await transport.connect(to: resolved.withoutReliableTransportOptions, timeout: timeout)
         }
         // A link that loses or reorders datagrams gets the core's reliability engine under the call.
         let link = await ReliableTransportLink.wrapIfNeeded(
@@ -96,8 +96,8 @@ public struct ConduitRuntime: Sendable {
     public func listen(on url: String? = nil, as peer: PeerID) async throws(ConduitError) -> CallListener {
         try configuration.validate()
         let (transport, resolved) = try registry.resolve(url ?? configuration.transport)
-        let reliability = try ReliableLink.Configuration(url: resolved)
-        let listener = try await transport.listen(on: resolved.withoutReliableLinkOptions)
+        let reliability = try ARQEngine.Configuration(url: resolved)
+        let listener = try await transport.listen(on: resolved.withoutReliableTransportOptions)
         var logger = observability.logger
         logger[metadataKey: ConduitObservability.MetadataKey.localPeer] = "\(peer)"
         logger[metadataKey: ConduitObservability.MetadataKey.transport] = "\(resolved.scheme)"
@@ -111,12 +111,12 @@ public final class CallListener: Sendable {
     private let listener: any TransportListener
     private let peer: PeerID
     private let configuration: ConduitConfiguration
-    private let reliability: ReliableLink.Configuration
+    private let reliability: ARQEngine.Configuration
     private let observability: ConduitObservability
     private let clock: (any ConduitClock)?
 
     init(
-        listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ReliableLink.Configuration, observability: ConduitObservability,
+        listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ARQEngine.Configuration, observability: ConduitObservability,
         clock: (any ConduitClock)?
     ) {
         self.clock = clock

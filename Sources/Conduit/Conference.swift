@@ -1,7 +1,7 @@
 public import ConduitCore
 import ConduitARQ
 public import ConduitRooms
-import ConduitReliability
+import ConduitReliableTransport
 
 /// A group call through a relay (LINE Planet `PlanetKitConference`): join a room, learn who is
 /// there, exchange data sessions with everyone, one peer, or a subgroup.
@@ -211,12 +211,12 @@ extension ConduitRuntime {
             throw ConduitError(.invalidConfiguration, "the token has \(tokenBytes) bytes; a join carries at most \(RoomControlFrame.maxTokenBytes)")
         }
         let (transport, resolved) = try registry.resolve(url)
-        let reliability = try ReliableLink.Configuration(url: resolved)
+        let reliability = try ARQEngine.Configuration(url: resolved)
         // One limit, as for calls: the URL's connect-timeout-ms, else the configuration's.
         let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
         let deadline = ContinuousClock.now + timeout
         let raw = try await withTimeout(timeout + ConduitRuntime.connectBackstop, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
-            try await transport.connect(to: resolved.withoutReliableLinkOptions, timeout: timeout)
+            try await transport.connect(to: resolved.withoutReliableTransportOptions, timeout: timeout)
         }
         let link = await ReliableTransportLink.wrapIfNeeded(
             raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: resolved.scheme,

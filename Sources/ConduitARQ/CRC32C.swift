@@ -5,8 +5,8 @@ import ConduitCore
 /// (Intel's "slicing-by-8", Kounavis and Berry 2005): it is on every packet sent and received, and
 /// a byte at a time it was the single largest cost of the send path.
 ///
-/// The reliable link appends it to packets when ``ReliableLink/Configuration/checksum`` is
-/// ``ReliableLink/Checksum/crc32c``: a UDP checksum is only 16 bits (and optional over IPv4), so a
+/// The reliable link appends it to packets when ``ARQEngine/Configuration/checksum`` is
+/// ``ARQEngine/Checksum/crc32c``: a UDP checksum is only 16 bits (and optional over IPv4), so a
 /// transport without authenticated encryption wants a stronger check. Known answer:
 /// `CRC32C("123456789") == 0xE3069283`.
 public enum CRC32C {
@@ -60,7 +60,7 @@ public enum CRC32C {
     }
 }
 
-/// The CRC32C computation a ``ReliableLink`` uses: ``portable`` is the core's own Swift code; a
+/// The CRC32C computation a ``ARQEngine`` uses: ``portable`` is the core's own Swift code; a
 /// driver that may use C passes a faster one (the CPU's CRC32 instruction is 10× the table code,
 /// and the checksum is on every packet both ways). It must compute exactly
 /// ``CRC32C/checksum(_:continuing:)``, which the transports' tests check.

@@ -2,7 +2,7 @@
 
 /// Frames ready for the upper layer, in delivery order, their payloads back to back in one
 /// `DatagramBatch`: an in-order frame is copied once, from the packet into the queue, and the
-/// upper layer usually takes the queue's batch whole (``ReliableLink/pollDeliveries(now:into:maxFrames:)``)
+/// upper layer usually takes the queue's batch whole (``ARQEngine/pollDeliveries(now:into:maxFrames:)``)
 /// instead of an array per frame.
 struct LinkDeliveryQueue: Sendable {
     struct Entry: Sendable {

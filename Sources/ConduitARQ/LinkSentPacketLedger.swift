@@ -3,7 +3,7 @@ import ConduitCore
 
 /// What a sent packet carried that matters once it is acknowledged or lost.
 enum LinkSentItem: Sendable, Hashable {
-    /// A DATA frame, by its handle in ``ReliableLink``'s frame table.
+    /// A DATA frame, by its handle in ``ARQEngine``'s frame table.
     case data(UInt64)
     case forward(channel: UInt32, cumulativeSequence: UInt32)
     case ping

@@ -4,7 +4,7 @@ import ConduitCore
 ///
 /// Why not a `Dictionary`: changing a value in place through `dictionary[key]?.field = x` goes
 /// through the dictionary's `modify` coroutine, whose frame the runtime allocates on the heap
-/// (several mallocs per frame sent, as the ReliabilityBenchmarks suite showed). Here the
+/// (several mallocs per frame sent, as the ARQEngineBenchmarks suite showed). Here the
 /// dictionary only maps keys to slots and is never mutated in place; values change through
 /// ``update(_:_:)`` with a direct array access. Freed slots are reused, so the array is as large
 /// as the most entries ever held at once: bounded wherever the caller bounds its entries.

@@ -4,7 +4,7 @@ import ConduitCore
 ///
 /// A separate type from `WireError` (ConduitCore) because it describes a different layer: the packets that
 /// carry Conduit frames over transports without native reliability. Every case is a counted drop
-/// in ``ReliableLink/Statistics``, never a crash, and a refused packet changes no link state.
+/// in ``ARQEngine/Statistics``, never a crash, and a refused packet changes no link state.
 public enum LinkWireError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes than the fixed header (and checksum trailer) need.
     case truncated(needed: Int, got: Int)

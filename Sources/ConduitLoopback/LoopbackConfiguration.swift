@@ -39,7 +39,7 @@ extension LoopbackTransport {
         /// The options a `loopback://` URL takes: the transport's own, the impairment's, and the
         /// reliability engine's (an impaired loopback link runs under it).
         public static var optionNames: [String] {
-            Set(["mtu", "window"]).union(ImpairmentConfiguration.optionNames).union(ReliableLink.Configuration.urlOptionKeys).sorted()
+            Set(["mtu", "window"]).union(ImpairmentConfiguration.optionNames).union(ARQEngine.Configuration.urlOptionKeys).sorted()
         }
 
         /// Parses a `loopback://NAME?...` URL's query: `defaults` with the fields the query names

@@ -2,7 +2,7 @@ public import ConduitCore
 import ConduitARQ
 public import ConduitRelayCore
 public import ConduitDriver
-import ConduitReliability
+import ConduitReliableTransport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -81,8 +81,8 @@ public actor RelayServer {
     public func listen(on url: String) async throws(ConduitError) -> TransportURL {
         guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
         let (transport, resolved) = try registry.resolve(url)
-        let reliability = try ReliableLink.Configuration(url: resolved)
-        let listener = try await transport.listen(on: resolved.withoutReliableLinkOptions)
+        let reliability = try ARQEngine.Configuration(url: resolved)
+        let listener = try await transport.listen(on: resolved.withoutReliableTransportOptions)
         listeners.append(listener)
         tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
         return listener.localURL
@@ -136,7 +136,7 @@ public actor RelayServer {
 
     // MARK: Links
 
-    private func acceptLoop(_ listener: any TransportListener, reliability: ReliableLink.Configuration) async {
+    private func acceptLoop(_ listener: any TransportListener, reliability: ARQEngine.Configuration) async {
         while !Task.isCancelled {
             guard let raw = try? await listener.accept() else { break }
             let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability, clock: clock)

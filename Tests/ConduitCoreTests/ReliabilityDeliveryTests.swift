@@ -9,9 +9,9 @@ import Testing
 struct ReliabilityDeliveryTests {
     /// A sends `frames` (channel, payload, lifetime) to B over a perfect path; B's deliveries are
     /// left queued. Returns B.
-    static func receiver(of frames: [(channel: UInt32, bytes: [UInt8], delivery: ReliableLink.Delivery)], now: ConduitInstant) -> ReliableLink {
-        var a = ReliableLink(now: now)
-        var b = ReliableLink(now: now)
+    static func receiver(of frames: [(channel: UInt32, bytes: [UInt8], delivery: ARQEngine.Delivery)], now: ConduitInstant) -> ARQEngine {
+        var a = ARQEngine(now: now)
+        var b = ARQEngine(now: now)
         for frame in frames { _ = a.send(frame.bytes, channel: frame.channel, delivery: frame.delivery, now: now) }
         // Both ways (B's acknowledgements open A's congestion window), without B's upper layer
         // reading: its deliveries stay queued.
@@ -34,7 +34,7 @@ struct ReliabilityDeliveryTests {
 
     @Test func aWholeBatchComesOutInOrderAndFreesTheWindow() {
         var random = SeededRandom(seed: 0xDE11)
-        let frames = (0..<300).map { index in (channel: UInt32(index % 3), bytes: random.bytes(1 + random.below(900)), delivery: ReliableLink.Delivery.reliableOrdered) }
+        let frames = (0..<300).map { index in (channel: UInt32(index % 3), bytes: random.bytes(1 + random.below(900)), delivery: ARQEngine.Delivery.reliableOrdered) }
         var b = Self.receiver(of: frames, now: .zero)
         #expect(b.receiveBufferedBytes > 0)
         var batch = DatagramBatch()
@@ -47,7 +47,7 @@ struct ReliabilityDeliveryTests {
     }
 
     @Test func maxFramesAndAFilledBatchFallBackToCopies() {
-        let frames = (0..<10).map { (channel: UInt32(1), bytes: [UInt8(truncatingIfNeeded: $0)], delivery: ReliableLink.Delivery.reliableOrdered) }
+        let frames = (0..<10).map { (channel: UInt32(1), bytes: [UInt8(truncatingIfNeeded: $0)], delivery: ARQEngine.Delivery.reliableOrdered) }
         var b = Self.receiver(of: frames, now: .zero)
         var first = DatagramBatch()
         #expect(b.pollDeliveries(now: .zero, into: &first, maxFrames: 4) == 4)
@@ -60,11 +60,11 @@ struct ReliabilityDeliveryTests {
     }
 
     @Test func framesPastTheirLifetimeAreDroppedNotDelivered() {
-        let lived = ReliableLink.Delivery(ordered: true, limit: .maxPacketLifeTime(milliseconds: 50))
+        let lived = ARQEngine.Delivery(ordered: true, limit: .maxPacketLifeTime(milliseconds: 50))
         let frames = [
-            (channel: UInt32(1), bytes: [UInt8]([1]), delivery: ReliableLink.Delivery.reliableOrdered),
+            (channel: UInt32(1), bytes: [UInt8]([1]), delivery: ARQEngine.Delivery.reliableOrdered),
             (channel: UInt32(2), bytes: [UInt8]([2]), delivery: lived),
-            (channel: UInt32(1), bytes: [UInt8]([3]), delivery: ReliableLink.Delivery.reliableOrdered),
+            (channel: UInt32(1), bytes: [UInt8]([3]), delivery: ARQEngine.Delivery.reliableOrdered),
         ]
         var b = Self.receiver(of: frames, now: .zero)
         var batch = DatagramBatch()

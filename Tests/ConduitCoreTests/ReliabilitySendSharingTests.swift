@@ -2,13 +2,13 @@ import ConduitCore
 import ConduitARQ
 import Testing
 
-/// `ReliableLink.send(datagram:of:)` keeps the caller's batch storage instead of copying each
+/// `ARQEngine.send(datagram:of:)` keeps the caller's batch storage instead of copying each
 /// frame, and packets are built in place in the output batch: what arrives must still be the bytes
 /// that were sent, whatever the caller does with its batch afterwards.
 @Suite("reliable link: frames shared with the caller's batch, packets built in place")
 struct ReliabilitySendSharingTests {
     /// Runs A → B without loss on virtual time until B delivered `count` frames; returns them.
-    static func deliver(_ count: Int, from a: inout ReliableLink, to b: inout ReliableLink, now: inout ConduitInstant) -> [[UInt8]] {
+    static func deliver(_ count: Int, from a: inout ARQEngine, to b: inout ARQEngine, now: inout ConduitInstant) -> [[UInt8]] {
         var delivered: [[UInt8]] = []
         var rounds = 0
         while delivered.count < count, rounds < 10_000 {
@@ -36,11 +36,11 @@ struct ReliabilitySendSharingTests {
     @Test(arguments: [true, false])
     func framesArriveIntactAfterTheCallerReusesItsBatch(full: Bool) {
         var now = ConduitInstant(nanoseconds: 1_000_000_000)
-        var configuration = ReliableLink.Configuration()
+        var configuration = ARQEngine.Configuration()
         configuration.keepaliveInterval = nil
         configuration.idleTimeout = nil
-        var a = ReliableLink(configuration: configuration, now: now)
-        var b = ReliableLink(configuration: configuration, now: now)
+        var a = ARQEngine(configuration: configuration, now: now)
+        var b = ARQEngine(configuration: configuration, now: now)
         // Full: the batch is mostly frames, which the engine keeps in place. Not full: a few
         // frames in a large reserved buffer, which the engine copies out instead.
         let frames = (0..<(full ? 40 : 3)).map { Self.frame($0, size: 1_000) }

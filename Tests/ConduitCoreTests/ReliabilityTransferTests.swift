@@ -14,7 +14,7 @@ enum Soak {
 /// The impairment the brief asks for in each direction: 10% loss, 5% reordering, 1% duplication,
 /// 20 ms delay with 5 ms jitter.
 func harshImpairment(seed: UInt64) -> ImpairmentConfiguration {
-    ReliabilityHarness.impairment(loss: 0.10, reorder: 0.05, duplicate: 0.01, delayMs: 20, jitterMs: 5, seed: seed)
+    ARQEngineHarness.impairment(loss: 0.10, reorder: 0.05, duplicate: 0.01, delayMs: 20, jitterMs: 5, seed: seed)
 }
 
 @Suite("Reliable link: transfers")
@@ -23,8 +23,8 @@ struct ReliabilityTransferTests {
     /// `maxFramePayload` bytes, sent on one ordered reliable channel and rebuilt by the real
     /// Reassembler: every message exactly once, in order, byte-identical.
     @Test func reliableOrderedMessagesSurviveLossReorderingAndDuplication() throws {
-        let configuration = ReliableLink.Configuration()
-        var harness = ReliabilityHarness(a: configuration, aToB: harshImpairment(seed: 101), bToA: harshImpairment(seed: 202))
+        let configuration = ARQEngine.Configuration()
+        var harness = ARQEngineHarness(a: configuration, aToB: harshImpairment(seed: 101), bToA: harshImpairment(seed: 202))
         var random = SeededRandom(seed: 7)
         let count = Soak.isEnabled ? 10_000 : 2_000
         let messages: [[UInt8]] = (0..<count).map { _ in
@@ -92,8 +92,8 @@ struct ReliabilityTransferTests {
         #expect(wrong == 0)
 
         // Late copies still in the network must not be delivered again.
-        var lateB: [ReliableLink.ReceivedFrame] = []
-        var lateA: [ReliableLink.ReceivedFrame] = []
+        var lateB: [ARQEngine.ReceivedFrame] = []
+        var lateA: [ARQEngine.ReceivedFrame] = []
         harness.settle(for: .seconds(3), deliveredToB: &lateB, deliveredToA: &lateA)
         #expect(lateB.isEmpty)
         #expect(lateA.isEmpty)
@@ -121,7 +121,7 @@ struct ReliabilityTransferTests {
 
     /// Unordered and reliable: every frame exactly once and intact, in whatever order it arrives.
     @Test func reliableUnorderedFramesArriveExactlyOnce() {
-        var harness = ReliabilityHarness(aToB: harshImpairment(seed: 303), bToA: harshImpairment(seed: 404))
+        var harness = ARQEngineHarness(aToB: harshImpairment(seed: 303), bToA: harshImpairment(seed: 404))
         var random = SeededRandom(seed: 9)
         let maxPayload = harness.a.configuration.maxFramePayload
         let frames: [[UInt8]] = (0..<3_000).map { _ in random.bytes(random.below(maxPayload + 1)) }
@@ -130,7 +130,7 @@ struct ReliabilityTransferTests {
         var duplicates = 0
         var outOfOrder = 0
         var lastSequence: UInt32?
-        let unordered = ReliableLink.Delivery(ordered: false, limit: .none)
+        let unordered = ARQEngine.Delivery(ordered: false, limit: .none)
         let finished = harness.run(for: .seconds(600)) { h in
             while sent < frames.count, case .queued = h.a.send(frames[sent], channel: 7, delivery: unordered, now: h.now) { sent += 1 }
             while let frame = h.b.pollDelivery(now: h.now) {
@@ -140,8 +140,8 @@ struct ReliabilityTransferTests {
             }
             return received.count == frames.count
         }
-        var late: [ReliableLink.ReceivedFrame] = []
-        var lateA: [ReliableLink.ReceivedFrame] = []
+        var late: [ARQEngine.ReceivedFrame] = []
+        var lateA: [ARQEngine.ReceivedFrame] = []
         harness.settle(for: .seconds(2), deliveredToB: &late, deliveredToA: &lateA)
         #expect(finished)
         #expect(late.isEmpty)
@@ -154,11 +154,11 @@ struct ReliabilityTransferTests {
     /// Unreliable (maxRetransmits 0): never a duplicate, never corrupted, about 1 - loss delivered.
     @Test(arguments: [false, true])
     func unreliableFramesArriveAtMostOnce(ordered: Bool) {
-        var harness = ReliabilityHarness(aToB: harshImpairment(seed: 505), bToA: harshImpairment(seed: 606))
+        var harness = ARQEngineHarness(aToB: harshImpairment(seed: 505), bToA: harshImpairment(seed: 606))
         var random = SeededRandom(seed: 11)
         let count = 5_000
         let frames: [[UInt8]] = (0..<count).map { _ in random.bytes(64 + random.below(400)) }
-        let delivery = ReliableLink.Delivery(ordered: ordered, limit: .maxRetransmits(0))
+        let delivery = ARQEngine.Delivery(ordered: ordered, limit: .maxRetransmits(0))
         var sent = 0
         var received: [UInt32: Int] = [:]
         var corrupted = 0
@@ -176,8 +176,8 @@ struct ReliabilityTransferTests {
             }
             return sent == count && h.a.isQuiescent
         }
-        var late: [ReliableLink.ReceivedFrame] = []
-        var lateA: [ReliableLink.ReceivedFrame] = []
+        var late: [ARQEngine.ReceivedFrame] = []
+        var lateA: [ARQEngine.ReceivedFrame] = []
         harness.settle(for: .seconds(2), deliveredToB: &late, deliveredToA: &lateA)
         for frame in late { received[frame.sequence, default: 0] += 1 }
         let ratio = Double(received.count) / Double(count)
@@ -194,8 +194,8 @@ struct ReliabilityTransferTests {
     /// A 5 s blackout in both directions in the middle of a transfer: everything arrives
     /// afterwards, in order, once.
     @Test func aFiveSecondBlackoutDelaysButLosesNothing() {
-        let impairment = ReliabilityHarness.impairment(loss: 0.01, delayMs: 20, jitterMs: 5, seed: 707)
-        var harness = ReliabilityHarness(aToB: impairment, bToA: ReliabilityHarness.impairment(loss: 0.01, seed: 808))
+        let impairment = ARQEngineHarness.impairment(loss: 0.01, delayMs: 20, jitterMs: 5, seed: 707)
+        var harness = ARQEngineHarness(aToB: impairment, bToA: ARQEngineHarness.impairment(loss: 0.01, seed: 808))
         let blackoutStart = ConduitInstant.zero + .milliseconds(600)
         let blackoutEnd = blackoutStart + .seconds(5)
         harness.alarms = [blackoutStart, blackoutEnd]
@@ -218,8 +218,8 @@ struct ReliabilityTransferTests {
             }
             return next == UInt32(count)
         }
-        var late: [ReliableLink.ReceivedFrame] = []
-        var lateA: [ReliableLink.ReceivedFrame] = []
+        var late: [ARQEngine.ReceivedFrame] = []
+        var lateA: [ARQEngine.ReceivedFrame] = []
         harness.settle(for: .seconds(3), deliveredToB: &late, deliveredToA: &lateA)
         #expect(finished)
         #expect(wrong == 0)

@@ -2,7 +2,7 @@ import Conduit
 import ConduitCore
 import ConduitARQ
 import ConduitNetworkTestSupport
-import ConduitReliability
+import ConduitReliableTransport
 import ConduitUDP
 import Foundation
 import Testing
@@ -94,7 +94,7 @@ struct UDPConfigurationTests {
         let message = error?.message ?? ""
         #expect(message.contains("'bogus'"))
         for option in ["mtu", "connect-timeout-ms", "offload", "srtp", "srtp-key-file", "srtp-key-env"]
-            + ReliableLink.Configuration.urlOptionKeys.sorted() {
+            + ARQEngine.Configuration.urlOptionKeys.sorted() {
             #expect(message.contains(option), "\(option) missing from: \(message)")
         }
         // The transport accepts the options it lists (the runtime takes the engine's out first).

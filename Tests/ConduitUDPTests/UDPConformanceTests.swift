@@ -1,7 +1,7 @@
 import ConduitConformance
 import ConduitCore
 import ConduitNetworkTestSupport
-import ConduitReliability
+import ConduitReliableTransport
 import ConduitUDP
 import Testing
 

@@ -96,7 +96,7 @@ extension UDPTransport {
         /// The options a `udp://` URL takes: the transport's own, then the reliability engine's
         /// (which the runtime reads and takes out before the transport sees the URL).
         public static let optionNames = ["mtu", "connect-timeout-ms", "offload", "srtp", "srtp-key-file", "srtp-key-env"]
-            + ReliableLink.Configuration.urlOptionKeys.sorted()
+            + ARQEngine.Configuration.urlOptionKeys.sorted()
 
         /// Parses a `udp://HOST:PORT?...` URL's query: `defaults` with the fields the query names
         /// replaced. Throws `invalidConfiguration` naming the option for an unknown option or a

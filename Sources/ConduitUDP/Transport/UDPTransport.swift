@@ -6,7 +6,7 @@ import NIOPosix
 
 /// The UDP transport: an unreliable, unordered datagram link over SwiftNIO in which every
 /// datagram is an RTP packet (data) or an RTCP packet (handshake and close), so that SRTP can
-/// protect it unchanged. Reliability comes from the layer above (ConduitReliability).
+/// protect it unchanged. Reliability comes from the layer above (ConduitReliableTransport).
 ///
 /// URL: `udp://HOST:PORT[?mtu=BYTES&connect-timeout-ms=MS&offload=MODE&srtp=...]`. Each option
 /// is a field of ``Configuration`` (documented there, with its default): the transport's

@@ -1,7 +1,7 @@
 import ConduitConformance
 import ConduitCore
 import ConduitLoopback
-import ConduitReliability
+import ConduitReliableTransport
 import Testing
 
 /// The whole conformance suite (calls included) over loopback that loses 10 %, reorders 5 % and

@@ -16,7 +16,7 @@ import Logging
 ///   `over_window`: packets and frames the engine refused on receipt.
 /// - `conduit_link_rtt_seconds` (gauge): the smoothed round-trip time.
 /// - `conduit_link_bytes_in_flight` (gauge): bytes sent and not yet acknowledged.
-struct ReliableLinkObserver {
+struct ARQEngineObserver {
     var logger: Logger
     private let counters: [Counter]
     private let rtt: Gauge?
@@ -54,7 +54,7 @@ struct ReliableLinkObserver {
     var isCounting: Bool { !counters.isEmpty }
 
     /// Adds what changed since the last export to the counters and sets the gauges.
-    mutating func export(_ statistics: ReliableLink.Statistics) {
+    mutating func export(_ statistics: ARQEngine.Statistics) {
         guard isCounting else { return }
         let now = [
             statistics.framesRetransmitted,
@@ -74,7 +74,7 @@ struct ReliableLinkObserver {
     }
 
     /// The link's end, with what the engine had to repair.
-    func logEnd(_ statistics: ReliableLink.Statistics, reason: String?) {
+    func logEnd(_ statistics: ARQEngine.Statistics, reason: String?) {
         let metadata: Logger.Metadata = [
             "conduit.reason": "\(reason ?? "closed")",
             "conduit.packetsSent": "\(statistics.packetsSent)",

@@ -1,6 +1,6 @@
 public import ConduitCore
 
-extension ReliableLink {
+extension ARQEngine {
     /// Whether ack-eliciting packets may go out now, ignoring what there is to send.
     enum SendAllowance: Equatable {
         case open

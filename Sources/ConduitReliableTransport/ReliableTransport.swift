@@ -15,24 +15,24 @@ public struct ReliableTransport: Transport {
 
     /// Connects through the inner transport and wraps the link if it may lose, duplicate or reorder datagrams. The engine's options come from `url`'s query.
     public func connect(to url: TransportURL) async throws(ConduitError) -> any TransportLink {
-        let configuration = try ReliableLink.Configuration(url: url)
-        let link = try await inner.connect(to: url.withoutReliableLinkOptions)
+        let configuration = try ARQEngine.Configuration(url: url)
+        let link = try await inner.connect(to: url.withoutReliableTransportOptions)
         return await ReliableTransportLink.wrapIfNeeded(link, configuration: configuration)
     }
 
     /// Listens through the inner transport; each accepted link is wrapped as by ``connect(to:)``.
     public func listen(on url: TransportURL) async throws(ConduitError) -> any TransportListener {
-        let configuration = try ReliableLink.Configuration(url: url)
-        let listener = try await inner.listen(on: url.withoutReliableLinkOptions)
+        let configuration = try ARQEngine.Configuration(url: url)
+        let listener = try await inner.listen(on: url.withoutReliableTransportOptions)
         return ReliableTransportListener(inner: listener, configuration: configuration)
     }
 }
 
 final class ReliableTransportListener: TransportListener {
     let inner: any TransportListener
-    let configuration: ReliableLink.Configuration
+    let configuration: ARQEngine.Configuration
 
-    init(inner: any TransportListener, configuration: ReliableLink.Configuration) {
+    init(inner: any TransportListener, configuration: ARQEngine.Configuration) {
         self.inner = inner
         self.configuration = configuration
     }

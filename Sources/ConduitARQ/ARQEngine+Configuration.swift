@@ -1,6 +1,6 @@
 public import ConduitCore
 
-extension ReliableLink {
+extension ARQEngine {
     /// Whether packets carry a CRC32C trailer.
     public enum Checksum: Sendable, Hashable {
         /// No trailer: only for paths that already check integrity (SRTP authentication, say).
@@ -20,7 +20,7 @@ extension ReliableLink {
         public var checksum = Checksum.crc32c
         /// Bytes this side buffers for the upper layer (delivered but not yet polled, plus ordered
         /// frames waiting for a gap), each frame counted as its payload plus
-        /// ``ReliableLink/frameOverhead``. Advertised to the peer in every ACK.
+        /// ``ARQEngine/frameOverhead``. Advertised to the peer in every ACK.
         public var receiveWindow = 4 * 1024 * 1024
         /// Bytes `send` may hold that have not been transmitted yet (payload plus overhead per frame).
         public var maxSendQueueBytes = 8 * 1024 * 1024
@@ -44,7 +44,7 @@ extension ReliableLink {
         public var packetThreshold: UInt64 = 3
         /// Send a PING after this long without sending anything ack-eliciting, nil for never.
         public var keepaliveInterval: Duration? = .seconds(5)
-        /// ``ReliableLink/isIdleTimedOut(now:)`` turns true after this long without a valid packet
+        /// ``ARQEngine/isIdleTimedOut(now:)`` turns true after this long without a valid packet
         /// from the peer, nil for never.
         public var idleTimeout: Duration? = .seconds(30)
 
@@ -70,9 +70,9 @@ extension ReliableLink {
         func check() {
             precondition((64...65_535).contains(maxDatagramSize), "maxDatagramSize must be 64...65535")
             precondition(maxFramePayload >= 1, "maxDatagramSize leaves no room for a frame")
-            precondition(receiveWindow >= 2 * (maxFramePayload + ReliableLink.frameOverhead) && receiveWindow <= Int(UInt32.max),
+            precondition(receiveWindow >= 2 * (maxFramePayload + ARQEngine.frameOverhead) && receiveWindow <= Int(UInt32.max),
                          "receiveWindow must hold two full frames and fit in 32 bits")
-            precondition(maxSendQueueBytes >= maxFramePayload + ReliableLink.frameOverhead, "maxSendQueueBytes must hold a full frame")
+            precondition(maxSendQueueBytes >= maxFramePayload + ARQEngine.frameOverhead, "maxSendQueueBytes must hold a full frame")
             precondition(maxChannels >= 1, "maxChannels must be positive")
             precondition((64...65_536).contains(channelWindow) && channelWindow & (channelWindow - 1) == 0,
                          "channelWindow must be a power of two in 64...65536")
@@ -90,7 +90,7 @@ extension ReliableLink {
     /// `.none` retransmits until acknowledged, `.maxRetransmits(0)` is unreliable.
     public typealias Delivery = Reliability
 
-    /// What ``ReliableLink/send(_:channel:delivery:now:)-([UInt8],_,_,_)`` did with a frame.
+    /// What ``ARQEngine/send(_:channel:delivery:now:)-([UInt8],_,_,_)`` did with a frame.
     public enum SendResult: Sendable, Hashable {
         /// Queued with this sequence number on its channel.
         case queued(sequence: UInt32)
@@ -197,9 +197,9 @@ extension ReliableLink {
     }
 }
 
-extension ReliableLink.Configuration {
+extension ARQEngine.Configuration {
     /// The transport URL options of the reliability engine (`keepalive-ms`, `idle-timeout-ms`,
-    /// `receive-window`, `max-ack-delay-ms`, `ack-every`), read by `ConduitReliability` and taken out
+    /// `receive-window`, `max-ack-delay-ms`, `ack-every`), read by `ConduitReliableTransport` and taken out
     /// of the URL before the transport sees it. Here in the core so that transports whose links
     /// run under the engine (`udp://`, impaired `loopback://`) list them as accepted options.
     public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every"]

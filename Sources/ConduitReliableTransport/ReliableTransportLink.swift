@@ -4,7 +4,7 @@ public import ConduitDriver
 public import CoreMetrics
 public import Logging
 
-/// The core's reliability engine (`ReliableLink`) driven over a link that loses, duplicates and
+/// The core's reliability engine (`ARQEngine`) driven over a link that loses, duplicates and
 /// reorders datagrams (raw UDP, impaired loopback), presenting a reliable, ordered
 /// `TransportLink` to the call above it: "the core supplies what a transport lacks".
 ///
@@ -28,13 +28,13 @@ public actor ReliableTransportLink: TransportLink {
     public nonisolated let capabilities: TransportCapabilities
     public nonisolated let remoteDescription: String
     /// The engine's options: keepalive, idle timeout, receive window, acknowledgement policy.
-    public nonisolated let configuration: ReliableLink.Configuration
+    public nonisolated let configuration: ARQEngine.Configuration
 
     private let inner: any TransportLink
     public nonisolated let preferredExecutor: (any SerialExecutor)?
     /// The inner link's executor, or a default one when it has none.
     private nonisolated let executor: DriverExecutor
-    private var engine: ReliableLink
+    private var engine: ARQEngine
     /// Where `now` comes from and where the timer and the drain limits sleep.
     private let clock: any ConduitClock
 
@@ -52,7 +52,7 @@ public actor ReliableTransportLink: TransportLink {
     private var dueInARow = 0
     private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
     /// Lifecycle logs and the engine's counters as metrics.
-    private var observer: ReliableLinkObserver
+    private var observer: ARQEngineObserver
 
     /// Frames handed to one `read`, at most: everything ready, which the receive window bounds
     /// (the ready frames go over as one batch, without a copy, when they all go).
@@ -63,13 +63,13 @@ public actor ReliableTransportLink: TransportLink {
     /// `clock` (nil: the system's monotonic clock).
     public init(
         wrapping inner: any TransportLink,
-        configuration: ReliableLink.Configuration,
+        configuration: ARQEngine.Configuration,
         logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         transport: String = "unknown",
         clock: (any ConduitClock)? = nil
     ) {
-        self.observer = ReliableLinkObserver(logger: logger, metricsFactory: metricsFactory, transport: transport, remote: inner.remoteDescription)
+        self.observer = ARQEngineObserver(logger: logger, metricsFactory: metricsFactory, transport: transport, remote: inner.remoteDescription)
         var configuration = configuration
         configuration.maxDatagramSize = min(inner.capabilities.mtu, 65_535)
         self.inner = inner
@@ -83,7 +83,7 @@ public actor ReliableTransportLink: TransportLink {
         self.capabilities = TransportCapabilities(
             isReliable: true, isOrdered: true, supportsPartialReliability: true, maxDatagramSize: frame, mtu: frame
         )
-        self.engine = ReliableLink(configuration: configuration, now: clock.now(), crc32c: .hardware)
+        self.engine = ARQEngine(configuration: configuration, now: clock.now(), crc32c: .hardware)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -95,7 +95,7 @@ public actor ReliableTransportLink: TransportLink {
     /// `transport` and `clock` as in ``init(wrapping:configuration:logger:metricsFactory:transport:clock:)``.
     public static func wrapIfNeeded(
         _ link: any TransportLink,
-        configuration: ReliableLink.Configuration,
+        configuration: ARQEngine.Configuration,
         logger: Logger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         transport: String = "unknown", clock: (any ConduitClock)? = nil
@@ -119,7 +119,7 @@ public actor ReliableTransportLink: TransportLink {
     private func now() -> ConduitInstant { clock.now() }
 
     /// The engine's counters and congestion state.
-    public var statistics: ReliableLink.Statistics { engine.statistics }
+    public var statistics: ARQEngine.Statistics { engine.statistics }
 
     // MARK: TransportLink
 

@@ -1,7 +1,7 @@
 public import ConduitCore
 
 public import ConduitARQ
-extension ReliableLink.Configuration {
+extension ARQEngine.Configuration {
     /// The link's knobs from a transport URL's query, for transports the engine runs over:
     ///
     /// | option | meaning | default |
@@ -13,7 +13,7 @@ extension ReliableLink.Configuration {
     /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
     ///
     /// The datagram size comes from the transport's own `mtu`.
-    /// The query keys read here are `ReliableLink.Configuration.urlOptionKeys` (declared in the
+    /// The query keys read here are `ARQEngine.Configuration.urlOptionKeys` (declared in the
     /// core, so transports list them among the options they accept); they are taken out of the URL
     /// before the transport sees it.
     /// Reads the engine's options from `url`'s query (table above), defaults for those absent. Throws `invalidConfiguration` naming an option whose value is out of range.
@@ -38,9 +38,9 @@ extension ReliableLink.Configuration {
 
 extension TransportURL {
     /// This URL without the reliable link's options: what the transport itself is given.
-    public var withoutReliableLinkOptions: TransportURL {
+    public var withoutReliableTransportOptions: TransportURL {
         var url = self
-        url.query = query.filter { !ReliableLink.Configuration.urlOptionKeys.contains($0.key) }
+        url.query = query.filter { !ARQEngine.Configuration.urlOptionKeys.contains($0.key) }
         return url
     }
 }

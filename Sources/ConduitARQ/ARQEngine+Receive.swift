@@ -1,6 +1,6 @@
 @_spi(Benchmarks) public import ConduitCore
 
-extension ReliableLink {
+extension ARQEngine {
     /// Takes one datagram from the peer. Never traps on peer input: a packet that breaks any rule is
     /// counted (``Statistics/malformedPacketsDropped``) and changes nothing else. A valid packet is
     /// checked completely before any of its frames is applied.

@@ -1,6 +1,6 @@
 public import ConduitCore
 
-extension ReliableLink {
+extension ARQEngine {
     /// When the driver must call again (``handleTimeout(now:)``, then
     /// ``pollTransmit(now:into:maxDatagrams:)``) if no datagram arrives first: `now` if something
     /// may be sent already, else the earliest of the loss detection timer or PTO, the ACK delay,

@@ -26,7 +26,7 @@ import DequeModule
 /// - **Congestion control**: NewReno (RFC 9002 section 7) with pacing.
 /// - **Bounded**: send queue, unacknowledged packets, channels, reorder windows, ACK ranges,
 ///   receive buffer. Peer input never traps; refusals are counted in ``statistics``.
-public struct ReliableLink: Sendable {
+public struct ARQEngine: Sendable {
     /// Bytes each frame counts for in the send queue and the receive window on top of its payload,
     /// so that a flood of empty frames is bounded too.
     public static let frameOverhead = 32
@@ -49,7 +49,7 @@ public struct ReliableLink: Sendable {
         var latestPacket: UInt64?
         var awaitingRetransmit = false
 
-        var cost: Int { payload.count + ReliableLink.frameOverhead }
+        var cost: Int { payload.count + ARQEngine.frameOverhead }
         var mayBeRetransmitted: Bool { retransmitLimit.map { retransmissions < $0 } ?? true }
 
         /// Its scalars, read in place: a copy of the frame retains and releases its payload.
@@ -71,7 +71,7 @@ public struct ReliableLink: Sendable {
         let awaitingRetransmit: Bool
         let mayBeRetransmitted: Bool
 
-        var cost: Int { payloadCount + ReliableLink.frameOverhead }
+        var cost: Int { payloadCount + ARQEngine.frameOverhead }
     }
 
     /// The link's knobs: packet size, checksum, windows, timers, caps.

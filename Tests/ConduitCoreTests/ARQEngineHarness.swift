@@ -48,7 +48,7 @@ struct TestHeap<Element> {
     }
 }
 
-struct ReliabilityHarness {
+struct ARQEngineHarness {
     struct InFlight {
         var at: ConduitInstant
         var order: Int
@@ -65,8 +65,8 @@ struct ReliabilityHarness {
         var dropped = 0
     }
 
-    var a: ReliableLink
-    var b: ReliableLink
+    var a: ARQEngine
+    var b: ARQEngine
     var aToB: ImpairmentModel
     var bToA: ImpairmentModel
     var now = ConduitInstant.zero
@@ -84,13 +84,13 @@ struct ReliabilityHarness {
     var steps = 0
 
     init(
-        a configurationA: ReliableLink.Configuration = .init(),
-        b configurationB: ReliableLink.Configuration? = nil,
+        a configurationA: ARQEngine.Configuration = .init(),
+        b configurationB: ARQEngine.Configuration? = nil,
         aToB: ImpairmentConfiguration = .init(),
         bToA: ImpairmentConfiguration = .init()
     ) {
-        a = ReliableLink(configuration: configurationA, now: .zero)
-        b = ReliableLink(configuration: configurationB ?? configurationA, now: .zero)
+        a = ARQEngine(configuration: configurationA, now: .zero)
+        b = ARQEngine(configuration: configurationB ?? configurationA, now: .zero)
         self.aToB = ImpairmentModel(configuration: aToB)
         self.bToA = ImpairmentModel(configuration: bToA)
     }
@@ -196,7 +196,7 @@ struct ReliabilityHarness {
 
     /// Runs until `tick` (called after every step, where it may send and poll) returns true, or
     /// `limit` of virtual time has passed. Returns whether `tick` finished.
-    mutating func run(for limit: Duration, _ tick: (inout ReliabilityHarness) -> Bool) -> Bool {
+    mutating func run(for limit: Duration, _ tick: (inout ARQEngineHarness) -> Bool) -> Bool {
         let end = now + limit
         var stepsAtThisInstant = 0
         var lastInstant = now
@@ -220,9 +220,9 @@ struct ReliabilityHarness {
     }
 
     /// Goes on for `duration` with nothing new sent, polling `b` (and `a`) into the given sinks.
-    mutating func settle(for duration: Duration, deliveredToB: inout [ReliableLink.ReceivedFrame], deliveredToA: inout [ReliableLink.ReceivedFrame]) {
-        var toB: [ReliableLink.ReceivedFrame] = []
-        var toA: [ReliableLink.ReceivedFrame] = []
+    mutating func settle(for duration: Duration, deliveredToB: inout [ARQEngine.ReceivedFrame], deliveredToA: inout [ARQEngine.ReceivedFrame]) {
+        var toB: [ARQEngine.ReceivedFrame] = []
+        var toA: [ARQEngine.ReceivedFrame] = []
         _ = run(for: duration) { harness in
             while let frame = harness.b.pollDelivery(now: harness.now) { toB.append(frame) }
             while let frame = harness.a.pollDelivery(now: harness.now) { toA.append(frame) }

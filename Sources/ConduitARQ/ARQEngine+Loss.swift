@@ -1,6 +1,6 @@
 import ConduitCore
 
-extension ReliableLink {
+extension ARQEngine {
     /// The loss detection timer (RFC 9002 appendix A.8): the earliest time-threshold loss if one
     /// is pending, else the probe timeout while ack-eliciting packets are in flight.
     var lossDetectionDeadline: ConduitInstant? {

@@ -1,7 +1,7 @@
 import ConduitCore
 import ConduitARQ
 import ConduitImpairment
-import ConduitReliability
+import ConduitReliableTransport
 import Testing
 
 /// The CRC32C the drivers hand the engine must be the core's function exactly: a difference would
@@ -32,10 +32,10 @@ struct HardwareCRC32CTests {
     }
 
     @Test func packetsSealedByOneOpenWithTheOther() throws {
-        var configuration = ReliableLink.Configuration()
+        var configuration = ARQEngine.Configuration()
         configuration.checksum = .crc32c
-        var hardware = ReliableLink(configuration: configuration, now: .zero, crc32c: .hardware)
-        var portable = ReliableLink(configuration: configuration, now: .zero, crc32c: .portable)
+        var hardware = ARQEngine(configuration: configuration, now: .zero, crc32c: .hardware)
+        var portable = ARQEngine(configuration: configuration, now: .zero, crc32c: .portable)
         var random = SeededRandom(seed: 72)
         let frames = (0..<20).map { random.bytes(1 + $0 * 53) }
         for frame in frames { _ = hardware.send(frame, channel: 0, now: .zero) }

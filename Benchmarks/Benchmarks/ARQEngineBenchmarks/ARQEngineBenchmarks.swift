@@ -1,4 +1,4 @@
-// The reliability engine per packet: two ReliableLink endpoints in one process, on virtual time,
+// The reliability engine per packet: two ARQEngine endpoints in one process, on virtual time,
 // with no loss, exchanging full-size frames and the acknowledgements for them. This is the core
 // of what the UDP transport does for every datagram, without sockets, actors or copies into NIO.
 //
@@ -21,7 +21,7 @@
 import Benchmark
 import ConduitCore
 import ConduitARQ
-import ConduitReliability
+import ConduitReliableTransport
 
 #if canImport(Glibc)
 import Glibc
@@ -39,29 +39,29 @@ let step = Duration.microseconds(50)
 
 /// Both endpoints, their batches and a frame to send, living across passes as a link's do.
 final class EnginePair: @unchecked Sendable {
-    var a: ReliableLink
-    var b: ReliableLink
+    var a: ARQEngine
+    var b: ARQEngine
     var now = ConduitInstant(nanoseconds: 1_000_000_000)
     var aToB = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
     var bToA = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
     let frame = [UInt8](repeating: 0xA5, count: frameSize)
-    let delivery: ReliableLink.Delivery
+    let delivery: ARQEngine.Delivery
     /// Queue from `pending` with `send(datagram:of:)` rather than the array with `send(_:)`.
     let fromBatch: Bool
     var pending = DatagramBatch()
     var pendingIndex = 0
 
-    init(delivery: ReliableLink.Delivery, fromBatch: Bool = false) {
+    init(delivery: ARQEngine.Delivery, fromBatch: Bool = false) {
         self.delivery = delivery
         self.fromBatch = fromBatch
-        var configuration = ReliableLink.Configuration()
+        var configuration = ARQEngine.Configuration()
         configuration.keepaliveInterval = nil
         configuration.idleTimeout = nil
         configuration.maxAckDelay = .milliseconds(5)
         // The checksum as the transports compute it (the CPU's CRC32 instruction); the core's
         // portable table code alone would be most of the time per frame.
-        a = ReliableLink(configuration: configuration, now: now, crc32c: .hardware)
-        b = ReliableLink(configuration: configuration, now: now, crc32c: .hardware)
+        a = ARQEngine(configuration: configuration, now: now, crc32c: .hardware)
+        b = ARQEngine(configuration: configuration, now: now, crc32c: .hardware)
         // Warm up outside the measured region: the congestion window opens, the tables and
         // batches reach their working sizes.
         _ = move(frames: 4 * framesPerPass)
@@ -69,7 +69,7 @@ final class EnginePair: @unchecked Sendable {
 
     /// Queues one frame on A: from the array, or the next of the caller's batch (refilled with up
     /// to 64 frames when used up, as a driver writes its next batch).
-    func queueNext(remaining: Int) -> ReliableLink.SendResult {
+    func queueNext(remaining: Int) -> ARQEngine.SendResult {
         guard fromBatch else { return a.send(frame, channel: 100, delivery: delivery, now: now) }
         if pendingIndex == pending.count {
             pending.removeAll(keepingCapacity: true)
@@ -121,9 +121,9 @@ let benchmarks: @Sendable () -> Void = {
     )
 
     for (name, delivery, fromBatch) in [
-        ("Engine_reliable_ordered_1150B", ReliableLink.Delivery.reliableOrdered, false),
+        ("Engine_reliable_ordered_1150B", ARQEngine.Delivery.reliableOrdered, false),
         ("Engine_unreliable_1150B", Reliability(ordered: false, limit: .maxRetransmits(0)), false),
-        ("Engine_batch_send_1150B", ReliableLink.Delivery.reliableOrdered, true),
+        ("Engine_batch_send_1150B", ARQEngine.Delivery.reliableOrdered, true),
     ] {
         Benchmark(name) { benchmark, pair in
             benchmark.startMeasurement()
