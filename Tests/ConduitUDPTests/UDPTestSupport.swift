@@ -6,10 +6,6 @@ import Testing
 
 @testable import ConduitUDP
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 enum UDPTestSupport {
     static func url(_ text: String) throws -> TransportURL { try TransportURL(parsing: text) }
 
@@ -77,23 +73,6 @@ enum UDPTestSupport {
             try? await Task.sleep(for: .milliseconds(10))
         }
         return await condition()
-    }
-
-    /// The resident set size of this process, from `/proc/self/statm` (0 where there is none).
-    static func residentBytes() -> Int {
-        #if canImport(Glibc)
-        let fd = open("/proc/self/statm", O_RDONLY)
-        guard fd >= 0 else { return 0 }
-        defer { _ = Glibc.close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 256)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 255) }
-        guard count > 0 else { return 0 }
-        let fields = String(decoding: bytes[0..<count], as: UTF8.self).split(separator: " ")
-        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-        #else
-        return 0
-        #endif
     }
 
     static func rtcp(_ message: UDPControlMessage) -> [UInt8] {

@@ -52,6 +52,9 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         self.weigh = weigh
     }
 
+    /// How many elements are buffered, not yet taken (what a test checks a flood left behind).
+    package var bufferedCount: Int { state.withLock { $0.buffer.count } }
+
     /// Enqueues `element`; returns false (dropping it) if the channel is finished. Suspends while
     /// the channel is over capacity.
     @inlinable @discardableResult

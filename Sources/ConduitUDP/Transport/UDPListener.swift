@@ -34,6 +34,15 @@ public final class UDPListener: TransportListener {
         try? await channel.eventLoop.submit { core.closeSocketIfUnused(channel) }.get()
     }
 
+    /// What the listener holds on behalf of remote addresses: established links, links with
+    /// output pending, links waiting to be accepted. The cookie exchange keeps nothing, so junk
+    /// must leave all three at zero (the flood tests check it).
+    package func retainedState() async -> (links: Int, pendingOutput: Int, awaitingAccept: Int) {
+        let core = self.core
+        let held = (try? await channel.eventLoop.submit { (core.state.value.links.count, core.state.value.dirty.count) }.get()) ?? (0, 0)
+        return (held.0, held.1, core.backlog.bufferedCount)
+    }
+
     /// What the listener did with datagrams that reached no link.
     public func statistics() async -> UDPListenerStatistics {
         let core = self.core
