@@ -58,7 +58,7 @@ import Testing
             return
         }
         // A generous limit: the test checks that the file is read, and on 2 cores the full suite
-        // (the pion peers' Go build among it) can hold a loopback handshake up for seconds.
+        // can hold a loopback handshake up for seconds.
         try Data(#"{ "rateLimit": "500kbps", "connectTimeoutMs": 30000 }"#.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let runtime = try Self.configuration()
