@@ -15,7 +15,10 @@ import Darwin
 /// The control plane is this actor. Per link there is one reader task (a batch per hop into the
 /// actor, never a hop per packet) and one writer task that takes the link's whole outbox per hop
 /// and writes it; a writer blocked on a slow link holds nobody else up, and the machine's
-/// per-receiver caps decide what happens to that receiver's queue meanwhile. Links that lose
+/// per-receiver caps decide what happens to that receiver's queue meanwhile. A sender's reader
+/// waits while the machine says a receiver of its room is full (`RelayMachine.mayRead`): the
+/// unread link's flow control then slows the sender, instead of the relay dropping or
+/// disconnecting anyone. Links that lose
 /// datagrams (UDP) get the reliability engine, as calls do. Time comes from an injected clock and
 /// the machine's timeouts (peer-list flushes, vanish checks, invitation expiry) run on one
 /// deadline timer, not a tick.
@@ -44,6 +47,8 @@ public actor RelayServer {
         let link: any TransportLink
         let wake: AsyncStream<Void>.Continuation
         var closing = false
+        /// The reader, waiting for `.resumeReading` (backpressure).
+        var resumeWaiter: CheckedContinuation<Void, Never>?
         /// The link's reader and writer; forgotten with the link, so the table stays as large as
         /// the set of open links.
         var tasks: [Task<Void, Never>] = []
@@ -111,6 +116,7 @@ public actor RelayServer {
         timer.cancel()
         for (id, state) in links {
             state.wake.finish()
+            state.resumeWaiter?.resume()
             await state.link.close()
             for task in state.tasks { task.cancel() }
             machine.connectionClosed(id, now: now())
@@ -166,12 +172,26 @@ public actor RelayServer {
 
     private func readLoop(_ id: RelayConnectionID, _ link: any TransportLink) async {
         while true {
+            await waitUntilReadable(id)
             let batch: DatagramBatch?
             do { batch = try await link.read() } catch { batch = nil }
             guard let batch else { break }
             ingest(id, batch)
         }
         linkEnded(id)
+    }
+
+    /// Returns at once unless the machine holds this sender back; then when it lets it go (or
+    /// the link ends).
+    private func waitUntilReadable(_ id: RelayConnectionID) async {
+        guard links[id] != nil, !machine.mayRead(id, now: now()) else { return }
+        rearmTimer()
+        await withCheckedContinuation { links[id]!.resumeWaiter = $0 }
+    }
+
+    private func resumeReader(_ id: RelayConnectionID) {
+        links[id]?.resumeWaiter?.resume()
+        links[id]?.resumeWaiter = nil
     }
 
     private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch) {
@@ -183,6 +203,7 @@ public actor RelayServer {
     private func linkEnded(_ id: RelayConnectionID) {
         guard let state = links.removeValue(forKey: id) else { return }
         state.wake.finish()
+        state.resumeWaiter?.resume()
         machine.connectionClosed(id, now: now())
         runActions()
         if links.isEmpty { releaseDrainedWaiters() }
@@ -210,6 +231,8 @@ public actor RelayServer {
     /// The link's queued frames, and whether the link is to be closed once they are out.
     private func take(_ id: RelayConnectionID, into batch: inout DatagramBatch) -> Bool {
         machine.pollTransmit(id, into: &batch, maxBytes: 256 * 1024, now: now())
+        // Draining may let held-back senders go.
+        runActions()
         return links[id]?.closing ?? true
     }
 
@@ -234,6 +257,8 @@ public actor RelayServer {
                 }
             case .transmit(let id):
                 links[id]?.wake.yield()
+            case .resumeReading(let id):
+                resumeReader(id)
             case .close(let id):
                 links[id]?.closing = true
                 links[id]?.wake.yield()

@@ -16,8 +16,18 @@ public struct RelayConfiguration: Sendable, Hashable {
     /// Links that have not joined yet (a flood of them is refused, not stored).
     public var maxPendingConnections: Int
     /// A receiver's queue of reliable frames may grow to this many bytes; one more and the
-    /// receiver is disconnected as a `slowReceiver` (the room never waits for it).
+    /// receiver is isolated: disconnected as a `slowReceiver` (the room never waits for it).
     public var maxQueuedBytesPerReceiver: Int
+    /// Backpressure: while a receiver's queue holds more than this many bytes, the relay stops
+    /// reading from the links of its room's senders (their `send` suspends; nothing is dropped)
+    /// until the queue is down to half of it.
+    public var receiverHighWater: Int
+    /// A receiver that stays above ``receiverHighWater`` this long stops holding its room back:
+    /// it is lagging (counted), and its queue grows alone toward ``maxQueuedBytesPerReceiver``.
+    public var laggingAfter: Duration
+    /// A receiver still above ``receiverHighWater`` this long after it crossed it is isolated:
+    /// disconnected as a `slowReceiver`, however few bytes it holds.
+    public var isolateAfter: Duration
     /// Unreliable frames are queued for a receiver only while its queue is below this; above it
     /// they are dropped and counted (they would be stale by the time they went out).
     public var maxUnreliableQueuedBytesPerReceiver: Int
@@ -42,6 +52,9 @@ public struct RelayConfiguration: Sendable, Hashable {
         maxSessionsPerMember: Int = 512,
         maxPendingConnections: Int = 1_024,
         maxQueuedBytesPerReceiver: Int = 8 * 1024 * 1024,
+        receiverHighWater: Int = 1024 * 1024,
+        laggingAfter: Duration = .seconds(1),
+        isolateAfter: Duration = .seconds(10),
         maxUnreliableQueuedBytesPerReceiver: Int = 1024 * 1024,
         peerListBaseInterval: Duration = .milliseconds(50),
         peerListMaxInterval: Duration = .seconds(2),
@@ -55,6 +68,9 @@ public struct RelayConfiguration: Sendable, Hashable {
         self.maxSessionsPerMember = maxSessionsPerMember
         self.maxPendingConnections = maxPendingConnections
         self.maxQueuedBytesPerReceiver = maxQueuedBytesPerReceiver
+        self.receiverHighWater = receiverHighWater
+        self.laggingAfter = laggingAfter
+        self.isolateAfter = isolateAfter
         self.maxUnreliableQueuedBytesPerReceiver = maxUnreliableQueuedBytesPerReceiver
         self.peerListBaseInterval = peerListBaseInterval
         self.peerListMaxInterval = peerListMaxInterval
@@ -123,6 +139,9 @@ public enum RelayAction: Sendable, Hashable {
     case transmit(RelayConnectionID)
     /// Write what is left in the outbox, then close the link.
     case close(RelayConnectionID)
+    /// Read this connection's link again: ``RelayMachine/mayRead(_:now:)`` said to stop, and the
+    /// receivers that held it back have drained, lag or left.
+    case resumeReading(RelayConnectionID)
 }
 
 /// Counters of what the relay forwarded, refused and dropped.
@@ -139,8 +158,15 @@ public struct RelayStatistics: Sendable, Hashable {
     public var unreliableDropped = 0
     /// Frames not relayed to a receiver that declared the stream unsupported.
     public var droppedUnsupported = 0
-    /// Receivers disconnected because their reliable queue reached its cap.
+    /// Receivers isolated (disconnected as `slowReceiver`): their reliable queue reached its cap,
+    /// or stayed above the high-water mark for `isolateAfter`.
     public var slowReceiversDisconnected = 0
+    /// Times a sender's link was left unread because a receiver of its room was above the
+    /// high-water mark (backpressure instead of loss).
+    public var sendersPaused = 0
+    /// Receivers that stayed above the high-water mark for `laggingAfter` and stopped holding
+    /// their room back.
+    public var laggingReceivers = 0
     /// Members removed because they sent nothing for `vanishTimeout`.
     public var vanished = 0
     /// Joins accepted.

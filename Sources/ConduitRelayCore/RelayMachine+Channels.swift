@@ -68,9 +68,6 @@ extension RelayMachine {
             guard let receiver = rooms[roomID]!.members[number] else { continue }
             deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
         }
-        for connection in slow {
-            statistics.slowReceiversDisconnected += 1
-            disconnect(connection, .slowReceiver, "reliable data queued past \(configuration.maxQueuedBytesPerReceiver) bytes", now: now)
-        }
+        isolate(slow, now: now)
     }
 }

@@ -280,17 +280,21 @@ extension RelayMachine {
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
         for room in rooms.values { if let due = room.flushDue { consider(due) } }
         if let due = invitations.book.nextTimeout { consider(due) }
-        for connection in connections.values {
+        for (id, connection) in connections {
             if case .closing = connection.phase { continue }
-            consider(connection.lastHeard + configuration.vanishTimeout)
+            // A link the relay is not reading cannot be heard: it is not vanishing.
+            if !pausedReaders.contains(id) { consider(connection.lastHeard + configuration.vanishTimeout) }
         }
+        if let due = backpressureDeadline() { consider(due) }
         return deadline
     }
 
     /// Lets time pass: flushes due peer lists and removes members (and unjoined links) that went silent.
     public mutating func handleTimeout(now: ConduitInstant) {
+        latestNow = max(latestNow, now)
+        handleBackpressureTimeouts(now: now)
         for (id, connection) in connections.sorted(by: { $0.key < $1.key }) {
-            guard now - connection.lastHeard >= configuration.vanishTimeout else { continue }
+            guard now - connection.lastHeard >= configuration.vanishTimeout, !pausedReaders.contains(id) else { continue }
             switch connection.phase {
             case .closing: continue
             case .member: statistics.vanished += 1

@@ -79,21 +79,18 @@ extension RelayMachine {
 
         var slow: [RelayConnectionID] = []
         if to != 0 {
-            deliver(frame, tag: tag, to: rooms[roomID]!.members[to]!, slow: &slow)
+            deliver(frame, tag: tag, to: rooms[roomID]!.members[to]!, slow: &slow, now: now)
         } else if subgroupID == 0 {
             for (number, receiver) in rooms[roomID]!.members where number != member {
-                deliver(frame, tag: tag, to: receiver, slow: &slow)
+                deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
             }
         } else {
             for number in rooms[roomID]!.subgroups[subgroupID]!.subscribers where number != member {
                 guard let receiver = rooms[roomID]!.members[number] else { continue }
-                deliver(frame, tag: tag, to: receiver, slow: &slow)
+                deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
             }
         }
-        for connection in slow {
-            statistics.slowReceiversDisconnected += 1
-            disconnect(connection, .slowReceiver, "reliable data queued past \(configuration.maxQueuedBytesPerReceiver) bytes", now: now)
-        }
+        isolate(slow, now: now)
     }
 
     /// A sender may reach the main room, or a subgroup it is subscribed to whose `dataSession`
@@ -126,7 +123,7 @@ extension RelayMachine {
     /// are dropped and counted; a reliable frame past the hard cap marks the receiver slow (it is
     /// disconnected after this fan-out, so the loop over the room stays undisturbed). `tag` is the
     /// frame's link channel (a session's is its stream key) and delivery.
-    mutating func deliver(_ frame: [UInt8], tag: FrameTag, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant = .zero) {
+    mutating func deliver(_ frame: [UInt8], tag: FrameTag, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant) {
         guard receiver.grant.canSubscribe else { return }
         if !receiver.unsupported.isEmpty, receiver.unsupported.contains(tag.channel) {
             statistics.droppedUnsupported += 1
@@ -140,6 +137,7 @@ extension RelayMachine {
             statistics.framesRelayed += 1
             statistics.bytesRelayed += frame.count
             if signal { actions.append(.transmit(id)) }
+            noteQueued(id, now: now)
         case .droppedUnreliable:
             statistics.unreliableDropped += 1
         case .slow:

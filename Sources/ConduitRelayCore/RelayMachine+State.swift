@@ -24,6 +24,10 @@ extension RelayMachine {
         var lastHeard: ConduitInstant
         /// Unreliable frames dropped for this receiver.
         var unreliableDropped = 0
+        /// When the queue went above the high-water mark (nil: below it, or back under half).
+        var fullSince: ConduitInstant?
+        /// Above the mark for `laggingAfter`: no longer holds the room's senders back.
+        var lagging = false
     }
 
     struct Member: Sendable {

@@ -23,6 +23,12 @@ public struct RelayMachine: Sendable {
     var rooms: [RoomID: Room] = [:]
     var actions = Deque<RelayAction>()
     var pendingConnections = 0
+    /// Connections whose queue is above the high-water mark, and senders left unread because of
+    /// them (see RelayMachine+Backpressure.swift).
+    var fullReceivers: Set<RelayConnectionID> = []
+    var pausedReaders: Set<RelayConnectionID> = []
+    /// The latest `now` the driver passed in (a resumed reader counts as heard then).
+    var latestNow = ConduitInstant.zero
     /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
     public internal(set) var invitations: RelayInvitations
 
@@ -53,6 +59,8 @@ public struct RelayMachine: Sendable {
     /// with the next peer-list update.
     public mutating func connectionClosed(_ id: RelayConnectionID, now: ConduitInstant) {
         guard let connection = connections.removeValue(forKey: id) else { return }
+        latestNow = max(latestNow, now)
+        forgetBackpressure(id, phase: connection.phase)
         switch connection.phase {
         case .awaitingJoin, .authorizing: pendingConnections -= 1
         case .member(let room, let member): removeMember(member, from: room, now: now)
@@ -87,6 +95,8 @@ public struct RelayMachine: Sendable {
             count += 1
         }
         if connections[id]!.outbox.isEmpty { connections[id]!.transmitSignalled = false }
+        if let now { latestNow = max(latestNow, now) }
+        noteDrained(id)
         return count
     }
 
@@ -114,6 +124,7 @@ public struct RelayMachine: Sendable {
     public mutating func handle(_ id: RelayConnectionID, datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
         guard connections[id] != nil else { return }
         connections[id]!.lastHeard = now
+        latestNow = max(latestNow, now)
         switch RelayFrameKind.peek(datagram) {
         case .routed?:
             handleRouted(id, datagram: datagram, now: now)
@@ -171,6 +182,7 @@ public struct RelayMachine: Sendable {
         guard connections[id] != nil else { return }
         if case .awaitingJoin = connections[id]!.phase { pendingConnections -= 1 }
         if case .authorizing = connections[id]!.phase { pendingConnections -= 1 }
+        forgetBackpressure(id, phase: connections[id]!.phase)
         connections[id]!.phase = .closing
         connections[id]!.outbox.removeAll()
         connections[id]!.queuedAt.removeAll()

@@ -21,7 +21,7 @@ import Testing
                     delivered += relay.pollTransmit(id, into: &out, maxBytes: .max)
                 case .authorize(let who, let request):
                     relay.admit(who, grant: RelayGrant(room: request.room, peer: request.peer, canPublish: true, canSubscribe: true), now: now)
-                case .close:
+                case .close, .resumeReading:
                     break
                 }
             }

@@ -60,6 +60,9 @@ struct RoomHarness {
             moved = false
             rounds += 1
             for name in clients.keys.sorted() where !clients[name]!.closed && !clients[name]!.silent {
+                // As the server does: a sender the relay holds back is not read, so its frames
+                // wait in its own queues.
+                guard relay.mayRead(clients[name]!.connection, now: now) else { continue }
                 var batch = DatagramBatch()
                 clients[name]!.machine.pollTransmit(now: now, into: &batch)
                 drainEvents(name)
@@ -78,6 +81,8 @@ struct RoomHarness {
                     }
                 case .transmit(let id):
                     deliver(to: id)
+                case .resumeReading:
+                    break  // the next round reads it again
                 case .close(let id):
                     // The relay's last frame (the reason) goes out even to a stalled receiver.
                     deliver(to: id, evenIfStalled: true)

@@ -1,0 +1,113 @@
+public import ConduitCore
+
+// Backpressure through the relay: a room moves at the pace its receivers take.
+//
+//   receiver queue  ──► above receiverHighWater ──► the room's senders are not read
+//        │                 (fullSince = now)          (mayRead == false; their links'
+//        │                                             flow control suspends their `send`)
+//        ├──► back under half of it ──► the senders are read again (.resumeReading)
+//        ├──► still above after laggingAfter ──► lagging: holds nobody back, counted
+//        └──► past maxQueuedBytesPerReceiver, or above the mark for isolateAfter
+//                 ──► isolated: disconnected as slowReceiver, with the reason
+//
+// So one stalled receiver holds its room for at most `laggingAfter`, and reliable data is
+// never dropped at the relay to make room: it waits in the senders' own queues.
+extension RelayMachine {
+    /// Whether the driver should read `id`'s link now. False while a receiver of the same room
+    /// (not lagging) is above the high-water mark: the driver then leaves the link unread until
+    /// a `.resumeReading(id)` action, so the sender's transport pushes back on its `send`.
+    /// Links that have not joined, and members that may not publish, are always read.
+    public mutating func mayRead(_ id: RelayConnectionID, now: ConduitInstant) -> Bool {
+        guard !isHeldBack(id, now: now) else {
+            if pausedReaders.insert(id).inserted { statistics.sendersPaused += 1 }
+            return false
+        }
+        return true
+    }
+
+    func isHeldBack(_ id: RelayConnectionID, now: ConduitInstant) -> Bool {
+        guard !fullReceivers.isEmpty, case .member(let roomID, let member)? = connections[id]?.phase,
+            rooms[roomID]?.members[member]?.grant.canPublish == true
+        else { return false }
+        for other in fullReceivers where other != id {
+            guard let receiver = connections[other], !receiver.lagging, case .member(let otherRoom, _) = receiver.phase, otherRoom == roomID else {
+                continue
+            }
+            return true
+        }
+        return false
+    }
+
+    /// After a frame was queued for `id`: notes when its queue crosses the high-water mark.
+    mutating func noteQueued(_ id: RelayConnectionID, now: ConduitInstant) {
+        guard connections[id]!.fullSince == nil, connections[id]!.outboxBytes > configuration.receiverHighWater else { return }
+        connections[id]!.fullSince = now
+        fullReceivers.insert(id)
+    }
+
+    /// After `id`'s queue was written out: once under half the mark, it holds nobody back.
+    mutating func noteDrained(_ id: RelayConnectionID) {
+        guard connections[id]?.fullSince != nil, connections[id]!.outboxBytes <= configuration.receiverHighWater / 2 else { return }
+        connections[id]!.fullSince = nil
+        connections[id]!.lagging = false
+        fullReceivers.remove(id)
+        if case .member(let roomID, _) = connections[id]!.phase { resumeReaders(in: roomID) }
+    }
+
+    /// `id` is closing or gone: it no longer holds anyone back, nor waits to be read.
+    mutating func forgetBackpressure(_ id: RelayConnectionID, phase: Connection.Phase) {
+        pausedReaders.remove(id)
+        guard fullReceivers.remove(id) != nil else { return }
+        connections[id]?.fullSince = nil
+        if case .member(let roomID, _) = phase { resumeReaders(in: roomID) }
+    }
+
+    /// Hands back every paused sender of `roomID` that nothing holds back any more.
+    mutating func resumeReaders(in roomID: RoomID) {
+        for id in pausedReaders.sorted() {
+            guard case .member(let room, _)? = connections[id]?.phase, room == roomID, !isHeldBack(id, now: latestNow) else { continue }
+            pausedReaders.remove(id)
+            // It could not be heard while unread: the vanish check starts again from here.
+            connections[id]!.lastHeard = max(connections[id]!.lastHeard, latestNow)
+            actions.append(.resumeReading(id))
+        }
+    }
+
+    /// The next moment a full receiver starts lagging or is isolated.
+    func backpressureDeadline() -> ConduitInstant? {
+        var deadline: ConduitInstant?
+        for id in fullReceivers {
+            guard let connection = connections[id], let since = connection.fullSince else { continue }
+            let due = connection.lagging ? since + configuration.isolateAfter : since + configuration.laggingAfter
+            deadline = deadline.map { min($0, due) } ?? due
+        }
+        return deadline
+    }
+
+    mutating func handleBackpressureTimeouts(now: ConduitInstant) {
+        var isolated: [RelayConnectionID] = []
+        for id in fullReceivers.sorted() {
+            guard let since = connections[id]?.fullSince else { continue }
+            if now - since >= configuration.isolateAfter {
+                isolated.append(id)
+            } else if now - since >= configuration.laggingAfter, !connections[id]!.lagging {
+                connections[id]!.lagging = true
+                statistics.laggingReceivers += 1
+                if case .member(let roomID, _) = connections[id]!.phase { resumeReaders(in: roomID) }
+            }
+        }
+        for id in isolated {
+            statistics.slowReceiversDisconnected += 1
+            disconnect(id, .slowReceiver, "fell behind the room: over \(configuration.receiverHighWater) bytes queued for \(configuration.isolateAfter)", now: now)
+        }
+    }
+
+    /// Receivers whose reliable queue reached its cap during one fan-out: isolated after it, so
+    /// the loop over the room stays undisturbed.
+    mutating func isolate(_ slow: [RelayConnectionID], now: ConduitInstant) {
+        for connection in slow {
+            statistics.slowReceiversDisconnected += 1
+            disconnect(connection, .slowReceiver, "reliable data queued past \(configuration.maxQueuedBytesPerReceiver) bytes", now: now)
+        }
+    }
+}

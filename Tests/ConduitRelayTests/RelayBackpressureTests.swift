@@ -1,0 +1,97 @@
+import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
+import Testing
+
+/// Backpressure through the relay on the sans-IO machines: a full receiver holds its room's
+/// senders back (their frames wait in their own queues), a lagging one stops holding them, one
+/// far behind is isolated with a reason; nothing is dropped or refused on the way.
+@Suite struct RelayBackpressureTests {
+    let main = SessionKey(streamID: 100)
+    let highWater = 16 * 1024
+
+    func room(_ configuration: RelayConfiguration) -> RoomHarness {
+        var h = RoomMachineTests().joined(["alice", "bob", "carol"], configuration: configuration)
+        #expect(h.clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.now) == .none)
+        h.pump()
+        h.acceptAll("bob")
+        h.acceptAll("carol")
+        return h
+    }
+
+    func texts(_ count: Int) -> [String] { (0..<count).map { String(repeating: "r", count: 900) + "\($0)" } }
+
+    func connection(_ h: RoomHarness, _ name: String) -> RelayConnectionID { h.clients[name]!.connection }
+
+    @Test func aFullReceiverHoldsTheSenderBackAndEverythingArrivesOnceInOrder() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10)))
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+
+        // The relay stopped reading alice once carol's queue passed the mark: the rest waits in
+        // alice's own queue, not at the relay, and nobody was dropped or refused.
+        #expect(h.relay.statistics.sendersPaused >= 1)
+        #expect(h.relay.queuedBytes(connection(h, "carol")) > highWater)
+        #expect(h.relay.queuedBytes(connection(h, "carol")) < 3 * highWater)
+        #expect(h.messages("bob", main).count < 150)
+        #expect(h.relay.statistics.refusals.isEmpty)
+        #expect(h.relay.statistics.slowReceiversDisconnected == 0)
+
+        h.clients["carol"]!.stalled = false
+        h.pump()
+        #expect(h.messages("bob", main).map(\.1) == texts(150))
+        #expect(h.messages("carol", main).map(\.1) == texts(150))
+        #expect(h.relay.members(of: "room").count == 3)
+        #expect(h.relay.statistics.laggingReceivers == 0)
+    }
+
+    @Test func aStalledReceiverLagsAfterItsGraceThenIsIsolatedWithAReason() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10)))
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+        #expect(h.messages("bob", main).count < 150)
+
+        // After the grace carol holds nobody back: bob gets everything, carol is still a member.
+        h.advance(by: .milliseconds(1_100))
+        #expect(h.relay.statistics.laggingReceivers == 1)
+        #expect(h.messages("bob", main).map(\.1) == texts(150))
+        #expect(h.relay.members(of: "room").count == 3)
+
+        // Still behind at isolateAfter: let go with the reason, the others carry on.
+        h.advance(by: .seconds(9))
+        #expect(h.relay.statistics.slowReceiversDisconnected == 1)
+        #expect(h.relay.members(of: "room").values.sorted() == ["alice", "bob"])
+        h.clients["carol"]!.stalled = false
+        h.pump()
+        let carol = h.take("carol")
+        #expect(carol.last == .disconnected(.slowReceiver, "fell behind the room: over 16384 bytes queued for 10.0 seconds"))
+        #expect(h.relay.statistics.refusals.isEmpty)
+    }
+
+    @Test func aSenderTheRelayDoesNotReadIsNotTakenForVanished() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(5), isolateAfter: .seconds(8), vanishTimeout: .seconds(2)))
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+        #expect(h.relay.statistics.sendersPaused >= 1)
+        // alice's pings wait unread with her data for longer than the vanish timeout.
+        h.advance(by: .seconds(3))
+        #expect(h.relay.statistics.vanished == 0)
+        #expect(h.relay.members(of: "room").count == 3)
+        h.clients["carol"]!.stalled = false
+        h.pump()
+        #expect(h.messages("carol", main).map(\.1) == texts(150))
+    }
+
+    @Test func aReceiverThatLeavesLetsTheSenderGo() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(5), isolateAfter: .seconds(10)))
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+        #expect(h.messages("bob", main).count < 150)
+        // carol's link goes away: what she held back flows to bob at once, no timer needed.
+        h.relay.connectionClosed(connection(h, "carol"), now: h.now)
+        h.clients["carol"]!.closed = true
+        h.pump()
+        #expect(h.messages("bob", main).map(\.1) == texts(150))
+        #expect(h.relay.statistics.refusals.isEmpty)
+    }
+}
