@@ -176,7 +176,14 @@ public actor RelayServer {
             let batch: DatagramBatch?
             do { batch = try await link.read() } catch { batch = nil }
             guard let batch else { break }
-            ingest(id, batch)
+            // A read may hold many frames: the machine takes them until a receiver fills, and
+            // the rest waits here until the room has drained.
+            var next = 0
+            while links[id] != nil {
+                next = ingest(id, batch, from: next)
+                guard next < batch.count else { break }
+                await waitForResume(id)
+            }
         }
         linkEnded(id)
     }
@@ -185,6 +192,11 @@ public actor RelayServer {
     /// the link ends).
     private func waitUntilReadable(_ id: RelayConnectionID) async {
         guard links[id] != nil, !machine.mayRead(id, now: now()) else { return }
+        await waitForResume(id)
+    }
+
+    private func waitForResume(_ id: RelayConnectionID) async {
+        guard links[id] != nil, machine.isReadPaused(id) else { return }
         rearmTimer()
         await withCheckedContinuation { links[id]!.resumeWaiter = $0 }
     }
@@ -194,10 +206,12 @@ public actor RelayServer {
         links[id]?.resumeWaiter = nil
     }
 
-    private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch) {
-        guard links[id] != nil else { return }
-        machine.handle(id, batch: batch, now: now())
+    /// Hands `batch` from `start` to the machine; returns where it stopped (see `RelayMachine.handle(_:batch:from:now:)`).
+    private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch, from start: Int) -> Int {
+        guard links[id] != nil else { return batch.count }
+        let next = machine.handle(id, batch: batch, from: start, now: now())
         runActions()
+        return next
     }
 
     private func linkEnded(_ id: RelayConnectionID) {

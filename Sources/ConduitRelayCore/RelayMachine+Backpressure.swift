@@ -25,6 +25,9 @@ extension RelayMachine {
         return true
     }
 
+    /// Whether `id` waits for a `.resumeReading(id)` (``mayRead(_:now:)`` said no since).
+    public func isReadPaused(_ id: RelayConnectionID) -> Bool { pausedReaders.contains(id) }
+
     func isHeldBack(_ id: RelayConnectionID, now: ConduitInstant) -> Bool {
         guard !fullReceivers.isEmpty, case .member(let roomID, let member)? = connections[id]?.phase,
             rooms[roomID]?.members[member]?.grant.canPublish == true

@@ -154,6 +154,21 @@ public struct RelayMachine: Sendable {
         batch.forEachDatagram { handle(id, datagram: $0, now: now) }
     }
 
+    /// Takes the datagrams of `batch` from index `start` on, in order, until a receiver of the
+    /// sender's room fills (backpressure, see ``mayRead(_:now:)``): returns the index of the first
+    /// datagram not taken, `batch.count` when all were. The driver keeps the rest and hands it in
+    /// again from that index after `.resumeReading(id)`, so one large read cannot push every
+    /// receiver past its cap at once.
+    public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, from start: Int, now: ConduitInstant) -> Int {
+        var index = start
+        while index < batch.count {
+            batch.withDatagram(index) { handle(id, datagram: $0, now: now) }
+            index += 1
+            if index < batch.count, !mayRead(id, now: now) { break }
+        }
+        return index
+    }
+
     mutating func refuseFrame(_ refusal: RelayRefusal) {
         statistics.refusals[refusal, default: 0] += 1
     }
