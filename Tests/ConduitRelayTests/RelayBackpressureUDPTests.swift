@@ -79,9 +79,7 @@ struct RelayBackpressureUDPTests {
         for _ in 0..<20 {
             try await Task.sleep(for: .seconds(1))
             let st = await server.statistics
-            var q: [Int] = []
-            for c in 1...8 { q.append(await server.queuedBytesForDebug(UInt64(c))) }
-            note("relay accepted \(st.framesAccepted) relayed \(st.framesRelayed) paused \(st.sendersPaused) lag \(st.laggingReceivers) slow \(st.slowReceiversDisconnected) refusals \(st.refusals) queues \(q) sender \(await server.pausedForDebug(7))")
+            note("relay accepted \(st.framesAccepted) relayed \(st.framesRelayed) paused \(st.sendersPaused) lag \(st.laggingReceivers) slow \(st.slowReceiversDisconnected) refusals \(st.refusals)")
         }
 
         for (index, reader) in readers.enumerated() {
