@@ -12,7 +12,7 @@ import PackageDescription
 //   ConduitRooms*       the rooms client: relay wire, ConferenceMachine, InvitationClient
 //   ConduitDriver       SansIODriver: read loop, pump, one deadline timer, on a ConduitClock
 //   ConduitRelayCore*   the relay server's half: RelayMachine, InvitationBook   -> Rooms
-//   ConduitTesting      VirtualClock for host apps' tests                      -> Driver
+//   ConduitTesting      VirtualClock, SansIOPair for host apps' tests  -> Driver, Impairment
 //   ConduitLoopback     in-process transport                       -> ARQ (options), Impairment
 //   ConduitReliableTransport  ReliableTransportLink: ARQ over a lossy link     -> ARQ, Driver
 //   ConduitSRTP, ConduitUDP, ConduitKernelSCTP, ConduitSCTP   transports (C behind traits)
@@ -112,10 +112,11 @@ let package = Package(
             dependencies: ["ConduitCore", "ConduitRooms", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
-        // For host apps' tests: a virtual clock to run calls and conferences on.
+        // For host apps' tests: a virtual clock to run calls and conferences on, and a pair of
+        // sans-IO machines over a seeded impaired path.
         .target(
             name: "ConduitTesting",
-            dependencies: ["ConduitCore", "ConduitDriver"],
+            dependencies: ["ConduitCore", "ConduitDriver", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -363,7 +364,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: ["ConduitLogCapture", "ConduitTesting",
+            dependencies: ["ConduitLogCapture", "ConduitTesting", "ConduitDriver",
                 "ConduitRelay", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
