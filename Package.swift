@@ -13,7 +13,7 @@ import PackageDescription
 //   ConduitDriver       SansIODriver: read loop, pump, one deadline timer, on a ConduitClock
 //   ConduitRelayCore*   the relay server's half: RelayMachine, InvitationBook   -> Rooms
 //   ConduitTesting      VirtualClock, SansIOPair for host apps' tests  -> Driver, Impairment
-//   ConduitLoopback     in-process transport                       -> ARQ (options), Impairment
+//   ConduitLoopback     in-process transport          -> ARQ (options), Impairment, Driver (clock)
 //   ConduitReliableTransport  ReliableTransportLink: ARQ over a lossy link     -> ARQ, Driver
 //   ConduitSRTP, ConduitUDP, ConduitKernelSCTP, ConduitSCTP   transports (C behind traits)
 //   Conduit             the public API: runtime, calls, conferences, streams
@@ -121,7 +121,7 @@ let package = Package(
         ),
         .target(
             name: "ConduitLoopback",
-            dependencies: ["ConduitCore", "ConduitARQ", "ConduitImpairment"],
+            dependencies: ["ConduitCore", "ConduitARQ", "ConduitImpairment", "ConduitDriver"],
             swiftSettings: strictSettings
         ),
         // CRC32c with the CPU's instruction, for the transports (the core stays free of C).
@@ -268,7 +268,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitLoopbackTests",
-            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
+            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitTesting", "ConduitDriver", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .testTarget(

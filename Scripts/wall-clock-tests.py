@@ -36,8 +36,33 @@ LOGIC_TARGETS = {"ConduitCoreTests", "ConduitTests", "ConduitLoopbackTests", "Co
 
 
 def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+    """The text without // and /* */ comments; string literals (URLs hold `//`) are kept."""
+    out, index, in_string = [], 0, False
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            out.append(char)
+            if char == "\\":
+                out.append(text[index + 1:index + 2])
+                index += 2
+                continue
+            if char == '"' or char == "\n":
+                in_string = False
+        elif char == '"':
+            in_string = True
+            out.append(char)
+        elif text.startswith("//", index):
+            end = text.find("\n", index)
+            index = len(text) if end < 0 else end
+            continue
+        elif text.startswith("/*", index):
+            end = text.find("*/", index + 2)
+            index = len(text) if end < 0 else end + 2
+            continue
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def body_at(text, start):
