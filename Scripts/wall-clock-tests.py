@@ -5,8 +5,8 @@ clock to test logic"). Usage: python3 Scripts/wall-clock-tests.py [--list]
 The rule, applied to every `@Test` function under Tests/ (a parameterized test counts once):
 a test counts when its body, or a helper it calls (any `func` of the same test target or of the
 test-support targets, followed transitively by name), does one of
-  1. sleep or read a real clock: `Task.sleep`, `.sleep(for:` / `.sleep(until:`, `ContinuousClock`,
-     `SuspendingClock`, `Date()`, `DispatchTime`;
+  1. sleep or read a real clock: `Task.sleep`, `.sleep(for:` / `.sleep(until:` (not on a
+     `VirtualClock` the test made), `ContinuousClock`, `SuspendingClock`, `Date()`, `DispatchTime`;
   2. wait for a timer it set to a few (milli)seconds of real time: it assigns or passes a timer
      setting (connectTimeout, queueDelayOn/Off, incompleteTimeout, vanishTimeout, pingInterval,
      keepalive…, `timeout:`, `wait:`) a `.milliseconds(…)`/`.seconds(…)` value under 10 s and
@@ -132,6 +132,9 @@ def main():
             if not is_test or not path.startswith(target_dir):
                 continue
             reasons = []
+            # Sleeping on a VirtualClock of the test's own is virtual time, not the wall clock.
+            for clock in re.findall(r"\blet\s+(\w+)\s*=\s*VirtualClock\(", body):
+                body = re.sub(r"\b%s\.sleep\(" % clock, "virtualSleep(", body)
             if SLEEP.search(body):
                 reasons.append("sleeps")
             called = sorted({w for w, wp in waiting if visible(path, wp) and re.search(r"\b%s\(" % re.escape(w), body)})
