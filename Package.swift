@@ -376,7 +376,7 @@ let package = Package(
         .testTarget(
             name: "ConduitDocumentationTests",
             dependencies: [
-                "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
+                "Conduit", "ConduitTesting", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
