@@ -70,8 +70,10 @@ public struct ConduitRuntime: Sendable {
         return try await connect(transport, resolved, as: peer)
     }
 
-    /// How long after the connect limit the runtime itself gives up on a transport's `connect`.
-    static let connectBackstop: Duration = .milliseconds(500)
+    /// How long after the connect limit the runtime itself gives up on a transport's `connect`:
+    /// only for transports that take no limit, so generous (a loaded machine runs a transport's
+    /// own timer late, and its error says more than this one).
+    static let connectBackstop: Duration = .seconds(2)
 
     private func connect(_ transport: any Transport, _ resolved: TransportURL, as peer: PeerID) async throws(ConduitError) -> Call {
         let reliability = try ARQEngine.Configuration(url: resolved)
