@@ -12,8 +12,8 @@ import PackageDescription
 //   ConduitRooms*       the rooms client: relay wire, ConferenceMachine, InvitationClient
 //   ConduitDriver       SansIODriver: read loop, pump, one deadline timer, on a ConduitClock
 //   ConduitRelayCore*   the relay server's half: RelayMachine, InvitationBook   -> Rooms
-//   ConduitTesting      VirtualClock for host apps' tests                      -> Driver
-//   ConduitLoopback     in-process transport                       -> ARQ (options), Impairment
+//   ConduitTesting      VirtualClock, SansIOPair for host apps' tests  -> Driver, Impairment
+//   ConduitLoopback     in-process transport          -> ARQ (options), Impairment, Driver (clock)
 //   ConduitReliableTransport  ReliableTransportLink: ARQ over a lossy link     -> ARQ, Driver
 //   ConduitSRTP, ConduitUDP, ConduitKernelSCTP, ConduitSCTP   transports (C behind traits)
 //   Conduit             the public API: runtime, calls, conferences, streams
@@ -112,15 +112,16 @@ let package = Package(
             dependencies: ["ConduitCore", "ConduitRooms", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strictSettings
         ),
-        // For host apps' tests: a virtual clock to run calls and conferences on.
+        // For host apps' tests: a virtual clock to run calls and conferences on, and a pair of
+        // sans-IO machines over a seeded impaired path.
         .target(
             name: "ConduitTesting",
-            dependencies: ["ConduitCore", "ConduitDriver"],
+            dependencies: ["ConduitCore", "ConduitDriver", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "ConduitLoopback",
-            dependencies: ["ConduitCore", "ConduitARQ", "ConduitImpairment"],
+            dependencies: ["ConduitCore", "ConduitARQ", "ConduitImpairment", "ConduitDriver"],
             swiftSettings: strictSettings
         ),
         // CRC32c with the CPU's instruction, for the transports (the core stays free of C).
@@ -267,7 +268,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitLoopbackTests",
-            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
+            dependencies: ["ConduitLoopback", "ConduitConformance", "ConduitTesting", "ConduitDriver", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -363,7 +364,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitRelayTests",
-            dependencies: ["ConduitLogCapture", "ConduitTesting",
+            dependencies: ["ConduitLogCapture", "ConduitTesting", "ConduitDriver",
                 "ConduitRelay", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -375,7 +376,7 @@ let package = Package(
         .testTarget(
             name: "ConduitDocumentationTests",
             dependencies: [
-                "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
+                "Conduit", "ConduitTesting", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],

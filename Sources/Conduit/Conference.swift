@@ -1,6 +1,7 @@
 public import ConduitCore
 import ConduitARQ
 public import ConduitRooms
+import ConduitDriver
 import ConduitReliableTransport
 
 /// A group call through a relay (LINE Planet `PlanetKitConference`): join a room, learn who is
@@ -214,7 +215,10 @@ extension ConduitRuntime {
         let reliability = try ARQEngine.Configuration(url: resolved)
         // One limit, as for calls: the URL's connect-timeout-ms, else the configuration's.
         let timeout = try resolved.connectTimeout(default: configuration.connectTimeout)
-        let deadline = ContinuousClock.now + timeout
+        // One limit on the runtime's clock (a test's VirtualClock too): what the connect took
+        // of it, the greeting does not get.
+        let limitClock: any ConduitClock = clock ?? SystemMonotonicClock()
+        let deadline = limitClock.now() + timeout
         let raw = try await withTimeout(timeout + ConduitRuntime.connectBackstop, what: "connecting to the relay at \(resolved)") { () throws(ConduitError) in
             try await transport.connect(to: resolved.withoutReliableTransportOptions, timeout: timeout)
         }
@@ -236,7 +240,7 @@ extension ConduitRuntime {
             clock: clock
         )
         // The join gets what the connect left of the one limit.
-        _ = try await engine.establish(timeout: max(deadline - ContinuousClock.now, .zero))
+        _ = try await engine.establish(timeout: max(deadline - limitClock.now(), .zero))
         return Conference(engine: engine, room: room, localPeer: peer)
     }
 }

@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitDriver
 import ConduitImpairment
 import DequeModule
 import Synchronization
@@ -32,20 +33,17 @@ final class DelayLine: Sendable {
     private let partition: PartitionSwitch
     private let capacity: Int
     private let inbox: AsyncBoundedChannel<DatagramBatch>
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    private let clock: any ConduitClock
 
-    init(configuration: ImpairmentConfiguration, capacity: Int, inbox: AsyncBoundedChannel<DatagramBatch>, partition: PartitionSwitch) {
+    init(configuration: ImpairmentConfiguration, capacity: Int, inbox: AsyncBoundedChannel<DatagramBatch>, partition: PartitionSwitch, clock: any ConduitClock) {
         self.state = Mutex(State(model: ImpairmentModel(configuration: configuration)))
         self.partition = partition
         self.capacity = capacity
         self.inbox = inbox
-        self.origin = clock.now
+        self.clock = clock
     }
 
-    private func now() -> ConduitInstant {
-        ConduitInstant(nanoseconds: UInt64(max(0, (clock.now - origin).nanosecondsClamped)))
-    }
+    private func now() -> ConduitInstant { clock.now() }
 
     /// Runs until closed: moves due datagrams to the inbox.
     func run() async {
@@ -88,10 +86,8 @@ final class DelayLine: Sendable {
             if resume {
                 continuation.resume()
             } else if let deadline {
-                let delay = deadline - now()
-                timer = Task {
-                    try? await Task.sleep(for: delay)
-                    guard !Task.isCancelled else { return }
+                timer = Task { [clock] in
+                    guard (try? await clock.sleep(until: deadline)) != nil else { return }
                     let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
                         defer { state.wakeup = nil }
                         return state.wakeup

@@ -1,4 +1,5 @@
 import ConduitCore
+public import ConduitDriver
 import Synchronization
 
 /// The in-process "network" that loopback listeners bind names on. Each registry built with
@@ -7,9 +8,15 @@ import Synchronization
 public final class LoopbackHub: Sendable {
     private let listeners = Mutex<[String: LoopbackListener]>([:])
     private let partitions = Mutex<[String: PartitionSwitch]>([:])
+    /// The clock impaired links delay datagrams on: the "network's" time.
+    let clock: any ConduitClock
 
-    /// Makes an empty hub: no names bound. Transports that share a hub reach each other's listeners.
-    public init() {}
+    /// Makes an empty hub: no names bound. Transports that share a hub reach each other's
+    /// listeners. Impaired links delay datagrams on `clock` (the system's by default; a test gives
+    /// the `VirtualClock` its runtime runs on, so an impaired path runs on virtual time too).
+    public init(clock: any ConduitClock = SystemMonotonicClock()) {
+        self.clock = clock
+    }
 
     func bind(_ name: String, _ listener: LoopbackListener) throws(ConduitError) {
         let taken = listeners.withLock { table -> Bool in

@@ -1,6 +1,7 @@
 public import ConduitCore
 
 public import ConduitImpairment
+import ConduitDriver
 /// One end of an in-process link: it reads its own inbox and writes into its peer's.
 /// Batches cross without a copy (arrays are shared copy-on-write and never mutated after sending).
 public final class LoopbackLink: TransportLink {
@@ -24,7 +25,8 @@ public final class LoopbackLink: TransportLink {
         capabilities: TransportCapabilities,
         window: Int,
         name: String,
-        impairment: (ImpairmentConfiguration, PartitionSwitch)? = nil
+        impairment: (ImpairmentConfiguration, PartitionSwitch)? = nil,
+        clock: any ConduitClock
     ) -> (client: LoopbackLink, server: LoopbackLink) {
         let toServer = AsyncBoundedChannel<DatagramBatch>(capacity: window) { max(1, $0.byteCount) }
         let toClient = AsyncBoundedChannel<DatagramBatch>(capacity: window) { max(1, $0.byteCount) }
@@ -33,8 +35,8 @@ public final class LoopbackLink: TransportLink {
         if let (configuration, partition) = impairment {
             var reverse = configuration
             reverse.seed = configuration.seed &+ 1  // independent fates per direction, still seeded
-            upstream = DelayLine(configuration: configuration, capacity: window, inbox: toServer, partition: partition)
-            downstream = DelayLine(configuration: reverse, capacity: window, inbox: toClient, partition: partition)
+            upstream = DelayLine(configuration: configuration, capacity: window, inbox: toServer, partition: partition, clock: clock)
+            downstream = DelayLine(configuration: reverse, capacity: window, inbox: toClient, partition: partition, clock: clock)
             for line in [upstream, downstream].compactMap({ $0 }) { Task { await line.run() } }
         }
         return (

@@ -76,7 +76,8 @@ public struct LoopbackTransport: Transport {
             ),
             window: min(options.window, listener.options.window),
             name: url.host,
-            impairment: impairment.map { ($0, hub.partitionSwitch(for: url.host)) }
+            impairment: impairment.map { ($0, hub.partitionSwitch(for: url.host)) },
+            clock: hub.clock
         )
         guard await listener.offer(server) else {
             throw ConduitError(.connectionFailed, "loopback://\(url.host) stopped listening")

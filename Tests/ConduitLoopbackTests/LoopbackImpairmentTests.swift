@@ -1,6 +1,7 @@
 import ConduitConformance
 import ConduitCore
 import ConduitLoopback
+import ConduitTesting
 import Testing
 
 @Suite("Impaired loopback")
@@ -26,24 +27,11 @@ struct LoopbackImpairmentTests {
         return (client, server, listener)
     }
 
-    /// Reads until `count` datagrams arrived or the link stays quiet for a second.
-    /// Reads until `count` datagrams arrived or nothing came for `idle`.
-    func collect(_ link: any TransportLink, upTo count: Int, idle: Duration = .seconds(1)) async throws -> [[UInt8]] {
-        var received: [[UInt8]] = []
-        while received.count < count {
-            let batch = try await withThrowingTaskGroup(of: DatagramBatch?.self) { group in
-                group.addTask { try await link.read() }
-                group.addTask {
-                    try await Task.sleep(for: idle)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? nil
-            }
-            guard let batch else { break }
-            for index in 0..<batch.count { received.append(batch[index]) }
-        }
-        return received
+    /// A hub whose impaired links delay datagrams on a virtual clock: what arrives by when is
+    /// decided by the seed and the virtual time alone.
+    static func virtualHub() -> (LoopbackHub, VirtualClock) {
+        let clock = VirtualClock()
+        return (LoopbackHub(clock: clock), clock)
     }
 
     @Test func anImpairedLinkDeclaresItselfUnreliable() async throws {
@@ -56,27 +44,34 @@ struct LoopbackImpairmentTests {
     }
 
     @Test func whatArrivesIsAccountedForByTheModel() async throws {
-        let (client, server, listener) = try await pair("accounting", "loss=0.2&dup=0.05&seed=5")
+        let (hub, clock) = Self.virtualHub()
+        let (client, server, listener) = try await pair("accounting", "loss=0.2&dup=0.05&seed=5", hub: hub)
         for index in 0..<1_000 {
             var batch = DatagramBatch()
             batch.append([UInt8(truncatingIfNeeded: index), UInt8(truncatingIfNeeded: index >> 8)])
             try await client.write(batch)
         }
-        let received = try await collect(server, upTo: 2_000)
         let stats = try #require((client as? LoopbackLink)?.impairmentStatistics)
+        let expected = 1_000 - stats.impairment.dropped + stats.impairment.duplicated - stats.droppedOverCapacity
+        let received = EventRecorder(LinkDatagrams(server))
+        // No delay configured: everything that survives is due at once; a second of virtual time
+        // later nothing more can come.
+        #expect(await clock.advance(by: .milliseconds(10), until: { received.all.count >= expected }, limit: .seconds(1)))
+        await clock.advance(by: .seconds(1))
         #expect(stats.impairment.submitted == 1_000)
-        #expect(received.count == 1_000 - stats.impairment.dropped + stats.impairment.duplicated - stats.droppedOverCapacity)
+        #expect(received.all.count == expected)
         #expect((150...250).contains(stats.impairment.dropped))
         // Nothing arrives that was not sent (no corruption configured).
-        #expect(received.allSatisfy { $0.count == 2 && Int($0[0]) | Int($0[1]) << 8 < 1_000 })
+        #expect(received.all.allSatisfy { $0.count == 2 && Int($0[0]) | Int($0[1]) << 8 < 1_000 })
         await client.close()
         await server.close()
         await listener.close()
     }
 
     @Test func aPartitionBlacksOutBothDirectionsUntilLifted() async throws {
-        let hub = LoopbackHub()
+        let (hub, clock) = Self.virtualHub()
         let (client, server, listener) = try await pair("blackout", "delay-ms=1", hub: hub)
+        let atServer = EventRecorder(LinkDatagrams(server)), atClient = EventRecorder(LinkDatagrams(client))
         var batch = DatagramBatch()
         batch.append([1])
         hub.setPartitioned("blackout", true)
@@ -84,11 +79,17 @@ struct LoopbackImpairmentTests {
             try await client.write(batch)
             try await server.write(batch)
         }
-        #expect(try await collect(server, upTo: 1).isEmpty)
-        #expect(try await collect(client, upTo: 1).isEmpty)
+        // A second of virtual time: a 1 ms path would have delivered everything long since.
+        await clock.advance(by: .seconds(1))
+        #expect(atServer.all.isEmpty)
+        #expect(atClient.all.isEmpty)
         hub.setPartitioned("blackout", false)
+        let sentAt = clock.now()
         try await client.write(batch)
-        #expect(try await collect(server, upTo: 1) == [[1]])
+        #expect(await clock.advance(by: .milliseconds(1), until: { !atServer.all.isEmpty }, limit: .seconds(1)))
+        #expect(clock.now() - sentAt >= .milliseconds(1))
+        await clock.advance(by: .seconds(1))
+        #expect(atServer.all == [[1]])
         #expect((client as? LoopbackLink)?.impairmentStatistics?.impairment.droppedByPartition == 20)
         await client.close()
         await server.close()
@@ -96,16 +97,21 @@ struct LoopbackImpairmentTests {
     }
 
     @Test func aFullRouterQueueTailDrops() async throws {
-        let (client, server, listener) = try await pair("tail-drop", "delay-ms=200&window=10000")
+        let (hub, clock) = Self.virtualHub()
+        let (client, server, listener) = try await pair("tail-drop", "delay-ms=200&window=10000", hub: hub)
+        let received = EventRecorder(LinkDatagrams(server))
         var batch = DatagramBatch()
         for _ in 0..<20 { batch.append([UInt8](repeating: 7, count: 1_000)) }
         try await client.write(batch)  // never suspends: a network queues or drops
         let stats = try #require((client as? LoopbackLink)?.impairmentStatistics)
         #expect(stats.droppedOverCapacity == 10)
-        // The 10 queued ones arrive (a generous wait: a loaded machine can delay the delay line),
-        // then nothing more.
-        #expect(try await collect(server, upTo: 10, idle: .seconds(10)).count == 10)
-        #expect(try await collect(server, upTo: 1).isEmpty)
+        // The 10 queued ones arrive after the 200 ms delay, not before, then nothing more.
+        await clock.advance(by: .milliseconds(199))
+        #expect(received.all.isEmpty)
+        await clock.advance(by: .milliseconds(1))
+        #expect(await clock.advance(by: .milliseconds(1), until: { received.all.count == 10 }, limit: .milliseconds(10)))
+        await clock.advance(by: .seconds(1))
+        #expect(received.all.count == 10)
         await client.close()
         await server.close()
         await listener.close()
@@ -119,4 +125,25 @@ struct LoopbackImpairmentTests {
             await listener.close()
         }
     }
+}
+
+/// What a link reads, datagram by datagram, as an async sequence (ends when the link does).
+struct LinkDatagrams: AsyncSequence, Sendable {
+    let link: any TransportLink
+    init(_ link: any TransportLink) { self.link = link }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let link: any TransportLink
+        var pending: [[UInt8]] = []
+
+        mutating func next() async throws -> [UInt8]? {
+            while pending.isEmpty {
+                guard let batch = try await link.read() else { return nil }
+                pending = (0..<batch.count).map { batch[$0] }.reversed()
+            }
+            return pending.popLast()
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(link: link) }
 }

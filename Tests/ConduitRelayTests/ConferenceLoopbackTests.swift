@@ -1,6 +1,7 @@
 import Conduit
 import ConduitCore
 import ConduitRelay
+import ConduitTesting
 import Testing
 import ConduitRooms
 import ConduitRelayCore
@@ -176,9 +177,9 @@ import ConduitRelayCore
 
     @Test func extensionMessagesCarryTheSender() async throws {
         let room = try await LoopbackRoom.start(name: "relay-ext")
-        let (alice, _) = try await room.join("alice")
+        let (alice, aliceLog) = try await room.join("alice")
         let (bob, bobLog) = try await room.join("bob")
-        try await within("alice knows bob") { while await alice.peers != ["bob"] { try await Task.sleep(for: .milliseconds(5)) } }
+        try await aliceLog.waitForPeers(["bob"], of: alice)
         #expect(await alice.sendExtension(2, to: "bob", body: Array("join me".utf8)))
         try await bobLog.wait(for: "the extension") { $0 == .extensionReceived(id: 2, from: "alice", body: Array("join me".utf8)) }
         await alice.leave()
@@ -209,8 +210,11 @@ extension Conference.Event {
 
 extension ConferenceLoopbackTests {
     @Test func aVanishedPeerIsTimedOutAndReportedLeft() async throws {
+        // The relay and alice share a virtual clock: alice pings every 5 s of it, the relay times
+        // out whoever it has not heard for 6 s of it, and no wall-clock time has to pass.
+        let clock = VirtualClock()
         // Longer than the clients' 5 s ping interval, so that only the silent peer vanishes.
-        let room = try await LoopbackRoom.start(name: "relay-vanish", relay: RelayConfiguration(vanishTimeout: .seconds(6)))
+        let room = try await LoopbackRoom.start(name: "relay-vanish", relay: RelayConfiguration(vanishTimeout: .seconds(6)), clock: clock)
         let (alice, aliceLog) = try await room.join("alice")
         // "ghost" joins by hand on a raw link and then says nothing, not even a ping.
         let (transport, url) = try room.runtime.registry.resolve(room.url)
@@ -218,8 +222,13 @@ extension ConferenceLoopbackTests {
         var join = DatagramBatch()
         join.append(RoomControlFrame.join(room: "room", peer: "ghost", dataSessionsSupported: true, token: Array(room.token("ghost").utf8)).encoded)
         try await link.write(join)
-        try await aliceLog.wait(for: "alice sees ghost join") { $0.joinedPeers == ["ghost"] }
-        try await aliceLog.wait(for: "alice hears ghost left", limit: .seconds(20)) { $0.leftPeers == ["ghost"] }
+        let joined = await clock.advance(by: .milliseconds(50), until: { aliceLog.all.contains { $0.joinedPeers == ["ghost"] } }, limit: .seconds(2))
+        try #require(joined, "alice sees ghost join")
+        let joinedAt = clock.now()
+        let left = await clock.advance(by: .milliseconds(100), until: { aliceLog.all.contains { $0.leftPeers == ["ghost"] } }, limit: .seconds(20))
+        try #require(left, "alice hears ghost left")
+        // Not before the relay had heard nothing from ghost for 6 s; alice, pinging, stays.
+        #expect(clock.now() >= joinedAt + .seconds(5))
         #expect(await room.server.statistics.vanished == 1)
         #expect(await room.server.members(of: "room").values.sorted() == ["alice"])
         await link.close()

@@ -1,6 +1,8 @@
 import Conduit
 import ConduitRelay
+import ConduitDriver
 import Synchronization
+import ConduitTesting
 import Testing
 import ConduitRelayCore
 
@@ -23,39 +25,53 @@ func within<T: Sendable>(_ what: String, limit: Duration = .seconds(15), _ body:
     }
 }
 
-/// Collects a conference's events as they come, so tests can wait for one without losing others.
+/// Collects a conference's events as they come, so tests can wait for one without losing others
+/// (and without polling: a waiter is resumed by the event it waits for).
 final class EventLog: Sendable {
-    private let events = Mutex<[Conference.Event]>([])
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let recorder: EventRecorder<Conference.Event>
 
-    init(_ conference: Conference) {
-        let stream = conference.events
-        let handle = Task { [weak self] in
-            for await event in stream { self?.append(event) }
-        }
-        task.withLock { $0 = handle }
-    }
+    init(_ conference: Conference) { recorder = EventRecorder(conference.events) }
 
-    var all: [Conference.Event] { events.withLock { $0 } }
-
-    private func append(_ event: Conference.Event) { events.withLock { $0.append(event) } }
-
-    private func first(where predicate: (Conference.Event) -> Bool) -> Conference.Event? {
-        events.withLock { $0.first(where: predicate) }
-    }
+    var all: [Conference.Event] { recorder.all }
 
     /// Waits until an event satisfies `predicate`; returns it.
     @discardableResult
     func wait(for what: String, limit: Duration = .seconds(15), _ predicate: @escaping @Sendable (Conference.Event) -> Bool) async throws -> Conference.Event {
-        try await within(what, limit: limit) { [self] in
-            while true {
-                if let hit = self.first(where: predicate) { return hit }
-                try await Task.sleep(for: .milliseconds(5))
+        let recorder = recorder
+        return try await within(what, limit: limit) { try await recorder.first(where: predicate) }
+    }
+
+    /// Waits until this member's events say it knows exactly `peers` (its connect, then each
+    /// peer-list change), and checks its own list agrees.
+    func waitForPeers(_ peers: [PeerID], of conference: Conference, limit: Duration = .seconds(15)) async throws {
+        let recorder = recorder, wanted = Set(peers)
+        _ = try await within("\(conference.localPeer) knows \(peers)", limit: limit) {
+            try await recorder.wait { Self.peers(after: $0) == wanted }
+        }
+        #expect(await conference.peers == peers)
+    }
+
+    /// The peers a member knows after `events`.
+    static func peers(after events: [Conference.Event]) -> Set<PeerID> {
+        var known: Set<PeerID> = []
+        for event in events {
+            switch event {
+            case .connected(let peers): known = Set(peers)
+            case .peersChanged(let joined, let left, _): known.formUnion(joined); known.subtract(left)
+            default: break
             }
+        }
+        return known
+    }
+
+    /// Waits until this member's labeled channels are ready with `label` among them.
+    func waitForChannel(_ label: ChannelLabel, limit: Duration = .seconds(15)) async throws {
+        try await wait(for: "channel \(label) ready", limit: limit) { event in
+            if case .channelsReady(let infos) = event { infos.contains { $0.declaration.label == label } } else { false }
         }
     }
 
-    func cancel() { task.withLock { $0?.cancel() } }
+    func cancel() { recorder.cancel() }
 }
 
 /// A relay on an in-process loopback address plus a runtime whose registry shares its hub.
@@ -65,12 +81,16 @@ struct LoopbackRoom {
     let server: RelayServer
     let url: String
 
-    static func start(name: String = "relay", relay: RelayConfiguration = .init(), configure: (inout ConduitConfiguration) -> Void = { _ in }) async throws -> LoopbackRoom {
+    /// A relay and a runtime on `clock` (a `VirtualClock` puts both on virtual time), or on the
+    /// system's clock when it is nil.
+    static func start(name: String = "relay", relay: RelayConfiguration = .init(), clock: (any ConduitClock)? = nil,
+                      configure: (inout ConduitConfiguration) -> Void = { _ in }) async throws -> LoopbackRoom {
         var configuration = ConduitConfiguration()
         configuration.rateLimit = .unlimited
         configure(&configuration)
-        let runtime = ConduitRuntime(configuration: configuration)
-        let server = RelayServer(authority: RelayTokenAuthority(secret: secret), configuration: relay, registry: runtime.registry)
+        var runtime = ConduitRuntime(configuration: configuration)
+        runtime.clock = clock
+        let server = RelayServer(authority: RelayTokenAuthority(secret: secret), configuration: relay, registry: runtime.registry, clock: clock ?? SystemMonotonicClock())
         let bound = try await server.listen(on: "loopback://\(name)")
         return LoopbackRoom(runtime: runtime, server: server, url: bound.description)
     }

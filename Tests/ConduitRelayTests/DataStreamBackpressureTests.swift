@@ -61,9 +61,12 @@ import Testing
         let declaration = try ChannelDeclaration(label: "#log", direction: .sendrecv, protocolName: "log-v1")
         let alice = try await room.runtime.join(relay: room.url, room: "room", as: "alice", token: room.token("alice"), channels: [declaration])
         let bob = try await room.runtime.join(relay: room.url, room: "room", as: "bob", token: room.token("bob"), channels: [declaration])
-        try await within("alice's channels") { while await alice.channels["#log"] == nil { try await Task.sleep(for: .milliseconds(5)) } }
-        try await within("bob's channels") { while await bob.channels["#log"] == nil { try await Task.sleep(for: .milliseconds(5)) } }
-        try await within("alice knows bob") { while await alice.peers != ["bob"] { try await Task.sleep(for: .milliseconds(5)) } }
+        let aliceLog = EventLog(alice), bobLog = EventLog(bob)
+        try await aliceLog.waitForChannel("#log")
+        try await bobLog.waitForChannel("#log")
+        #expect(await alice.channels["#log"] != nil)
+        #expect(await bob.channels["#log"] != nil)
+        try await aliceLog.waitForPeers(["bob"], of: alice)
         try await Self.sendNumbers { number in try await alice.sendChannelMessage("#log", Array("\(number)".utf8)) }
         let messages: Conference.ChannelMessages = bob.channelMessages
         try await Self.expectHeldThenComplete(messages) { String(decoding: $0.message, as: UTF8.self) }

@@ -4,32 +4,22 @@ import ConduitRooms
 import ConduitRelayCore
 import ConduitRelay
 import Synchronization
+import ConduitTesting
 import Testing
 
-/// Collects a conference's invitation events as they come.
+/// Collects a conference's invitation events as they come (a waiter is resumed by the event it
+/// waits for, not by polling).
 final class InvitationLog: Sendable {
-    private let events = Mutex<[InvitationEvent]>([])
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let recorder: EventRecorder<InvitationEvent>
 
-    init(_ conference: Conference) {
-        let stream = conference.invitationEvents
-        let handle = Task { [weak self] in
-            for await event in stream { self?.append(event) }
-        }
-        task.withLock { $0 = handle }
-    }
+    init(_ conference: Conference) { recorder = EventRecorder(conference.invitationEvents) }
 
-    var all: [InvitationEvent] { events.withLock { $0 } }
-    private func append(_ event: InvitationEvent) { events.withLock { $0.append(event) } }
+    var all: [InvitationEvent] { recorder.all }
 
     @discardableResult
     func wait(for what: String, limit: Duration = .seconds(15), _ predicate: @escaping @Sendable (InvitationEvent) -> Bool) async throws -> InvitationEvent {
-        try await within(what, limit: limit) { [self] in
-            while true {
-                if let hit = self.events.withLock({ $0.first(where: predicate) }) { return hit }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-        }
+        let recorder = recorder
+        return try await within(what, limit: limit) { try await recorder.first(where: predicate) }
     }
 
     /// The next `newInvitation`.
@@ -42,16 +32,11 @@ final class InvitationLog: Sendable {
 
     /// The events once at least `count` arrived (the log reads the stream on its own task).
     func first(_ count: Int, limit: Duration = .seconds(15)) async throws -> [InvitationEvent] {
-        try await within("\(count) invitation events", limit: limit) { [self] in
-            while true {
-                let got = self.all
-                if got.count >= count { return got }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-        }
+        let recorder = recorder
+        return try await within("\(count) invitation events", limit: limit) { try await recorder.wait { $0.count >= count } }
     }
 
-    func count(_ predicate: (InvitationEvent) -> Bool) -> Int { events.withLock { $0.filter(predicate).count } }
+    func count(_ predicate: (InvitationEvent) -> Bool) -> Int { all.filter(predicate).count }
 }
 
 /// A peer in the lobby: its conference, room events and invitation events.
@@ -175,17 +160,22 @@ struct InvitationLoopbackTests {
 
     @Test("timeout: caller and callee both hear invitationTimeout; the placed call ends as timedOut")
     func timedOut() async throws {
-        let relay = try await LoopbackRoom.start(name: "inv-timeout")
+        // The relay's invitation deadline runs on a virtual clock: the 1 s passes without waiting.
+        let clock = VirtualClock()
+        let relay = try await LoopbackRoom.start(name: "inv-timeout", clock: clock)
         let alice = try await Lobbyist.join("alice", relay)
         let bob = try await Lobbyist.join("bob", relay)
+        let placedAt = clock.now()
         do {
-            _ = try await within("the call to time out") {
+            _ = try await clock.run(advancingBy: .milliseconds(100), limit: .seconds(5)) {
                 try await relay.runtime.placeCall(on: alice.conference, to: "bob", room: "call-4", relay: relay.url, token: relay.token("alice", room: "call-4"), timeout: .seconds(1))
             }
             Issue.record("an unanswered call was answered")
         } catch let error as CallNotAnswered {
             #expect(error.reason == .timedOut)
         }
+        // Not before its deadline.
+        #expect(clock.now() >= placedAt + .seconds(1))
         let ring = try await bob.invitations.ring()
         try await bob.invitations.wait(for: "bob hears the timeout") { $0 == .invitationTimeout(ring.id, invitees: ["bob"], cause: .deadline) }
         #expect(try await alice.invitations.first(1) == [.invitationTimeout(ring.id, invitees: ["bob"], cause: .deadline)])
@@ -341,14 +331,19 @@ struct InvitationLoopbackTests {
 
     @Test("classroom: the teacher asks everyone to raise hands, then invites one raised hand to speak")
     func classroom() async throws {
-        let relay = try await LoopbackRoom.start(name: "inv-class")
+        // The 2 s deadline of the raised hands runs on the relay's virtual clock.
+        let clock = VirtualClock()
+        let relay = try await LoopbackRoom.start(name: "inv-class", clock: clock)
         let teacher = try await Lobbyist.join("teacher", relay, room: "class")
         let students = try await [("s1" as PeerID), "s2", "s3", "s4"].asyncMap { try await Lobbyist.join($0, relay, room: "class") }
+        let invitedAt = clock.now()
         let hands = try await teacher.conference.invite(students.map(\.conference.localPeer), group: "class", data: bytes("raise hands"), timeout: .seconds(2))
         for student in students { _ = try await student.invitations.ring() }
         try await students[3].conference.accept(hands.id)
         try await students[1].conference.accept(hands.id)
-        let raised = try #require(await teacher.conference.outcome(of: hands.id))
+        let conference = teacher.conference
+        let raised = try #require(try await clock.run(advancingBy: .milliseconds(100), limit: .seconds(5)) { await conference.outcome(of: hands.id) })
+        #expect(clock.now() >= invitedAt + .seconds(2))
         #expect(raised.accepted == ["s2", "s4"])
         #expect(raised.view.states == [.timedOut, .accepted, .timedOut, .accepted])
         #expect(try await teacher.invitations.first(3).last == .invitationTimeout(hands.id, invitees: ["s1", "s3"], cause: .deadline))

@@ -81,10 +81,12 @@ import Testing
                                                  protocolName: "abc", compress: true, senderHeader: true)
         let alice = try await room.runtime.join(relay: room.url, room: "room", as: "alice", token: room.token("alice"), channels: [declaration])
         let bob = try await room.runtime.join(relay: room.url, room: "room", as: "bob", token: room.token("bob"), channels: [declaration])
+        let aliceLog = EventLog(alice)
         let bobLog = EventLog(bob)
         try await bobLog.wait(for: "channels ready") { if case .channelsReady(let infos) = $0 { infos.first?.headerLength == 2 } else { false } }
-        try await within("alice's channels") { while await alice.channels["#spam"] == nil { try await Task.sleep(for: .milliseconds(5)) } }
-        try await within("alice knows bob") { while await alice.peers != ["bob"] { try await Task.sleep(for: .milliseconds(5)) } }
+        try await aliceLog.waitForChannel("#spam")
+        #expect(await alice.channels["#spam"] != nil)
+        try await aliceLog.waitForPeers(["bob"], of: alice)
         let big = Array(String(repeating: "egg and spam ", count: 1_500).utf8)  // ~19 KiB, compresses well
         for payload in [Array("egg".utf8), big] { #expect(try await alice.sendChannelMessage("#spam", payload)) }
         let got = try await within("two channel messages") {

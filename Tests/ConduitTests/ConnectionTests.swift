@@ -1,4 +1,6 @@
 import Conduit
+import ConduitTesting
+import ConduitCore
 import Testing
 
 /// Setting calls up: who is reached, what fails how, and the first call event on each side.
@@ -46,16 +48,23 @@ struct ConnectionTests {
     func handshakeTimesOut() async throws {
         var configuration = ConduitConfiguration.testDefaults
         configuration.connectTimeout = .milliseconds(300)
-        let runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        // The handshake's limit runs on the runtime's clock: a virtual one, so the 300 ms pass
+        // without waiting.
+        let clock = VirtualClock()
+        var runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        runtime.clock = clock
         // A raw transport listener on the runtime's own hub: it takes links and stays silent.
         let transport = try #require(runtime.registry.transport(for: "loopback"))
         let raw = try await transport.listen(on: TransportURL(parsing: "loopback://connection-silent"))
         let silentPeer = Task { () async throws -> (any TransportLink)? in try await raw.accept() }
 
-        let error = try await within("connect to a silent peer") {
-            await conduitError { () throws(ConduitError) in _ = try await runtime.connect(to: "loopback://connection-silent", as: "alice") }
+        let startedAt = clock.now()
+        let caller = runtime
+        let error = try await clock.run(advancingBy: .milliseconds(50), limit: .seconds(5)) {
+            await conduitError { () throws(ConduitError) in _ = try await caller.connect(to: "loopback://connection-silent", as: "alice") }
         }
         #expect(error?.code == .timedOut)
+        #expect(clock.now() - startedAt >= .milliseconds(300))
 
         let link = try await within("the raw listener to have taken the link") { try await silentPeer.value }
         #expect(link != nil)

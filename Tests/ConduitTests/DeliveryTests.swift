@@ -1,4 +1,5 @@
 import Conduit
+import ConduitTesting
 import Testing
 
 /// What arrives, in which order and with which metadata, for each of the four session types.
@@ -125,7 +126,10 @@ struct DeliveryTests {
 
     @Test("data sent between dataSessionIncoming and makeInbound is delivered after makeInbound, in order", arguments: SessionType.allCases)
     func dataBeforeMakeInboundIsHeld(type: SessionType) async throws {
-        let pair = try await CallPair.connect("delivery-held-\(type.name)")
+        // On a virtual clock: the wait below lets the tasks run (each step settles them) instead
+        // of sleeping, and no timer is due within it.
+        let clock = VirtualClock()
+        let pair = try await CallPair.connect("delivery-held-\(type.name)", clock: clock)
         let outbound = try await pair.caller.makeOutboundDataSession(streamID: 300, type: type)
         try await CallPair.awaitIncoming(300, type, on: pair.callee)
 
@@ -135,9 +139,10 @@ struct DeliveryTests {
         for send in sends { try await outbound.send(send.bytes, timestamp: send.timestamp) }
         // Every send fits one fragment; wait until the callee has taken all of them off the link.
         let callee = pair.callee
-        try await waitUntil("the callee to receive 20 data frames before making its inbound session") {
+        let arrived = await clock.advance(by: .milliseconds(1), until: {
             await callee.statistics.dataFramesReceived >= framesBefore + sends.count
-        }
+        }, limit: .seconds(1))
+        #expect(arrived, "the callee received 20 data frames before making its inbound session")
         #expect(await callee.statistics.droppedPendingOverflow == 0)
 
         let inbound = try await pair.callee.makeInboundDataSession(streamID: 300, expecting: type)

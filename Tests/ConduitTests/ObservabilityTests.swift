@@ -4,6 +4,7 @@ import ConduitLogCapture
 import Logging
 import MetricsTestKit
 import Synchronization
+import ConduitTesting
 import Testing
 
 /// Logging and metrics: what a runtime given a logger and a metrics factory reports about a call,
@@ -102,24 +103,27 @@ struct ObservabilityTests {
         configuration.rateLimit = .bitsPerSecond(4_000_000)
         configuration.queueDelayOn = .milliseconds(100)
         configuration.queueDelayOff = .milliseconds(20)
+        // On virtual time: the queue's delay is measured on the runtime's clock.
+        let clock = VirtualClock()
         var runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
         runtime.observability = ConduitObservability(metricsFactory: metrics)
+        runtime.clock = clock
         let pair = try await ObservedPair.connect("observability-queue-delay", runtime: runtime)
         let (outbound, inbound) = try await pair.open(325, .reliableBytes, from: pair.caller, to: pair.callee)
+        let fragments = EventRecorder(inbound.events)
         // 200 KB at 4 Mbit/s: 0.4 s to drain, so the queue waits well past 100 ms.
         let message = [UInt8](repeating: 7, count: 200_000)
         try await outbound.send(message, timestamp: 1)
-        var received = 0
-        while received < message.count {
-            guard case .fragment(let fragment)? = try await next(inbound, "fragments") else { continue }
-            received += fragment.bytes.count
-        }
+        let receivedBytes: @Sendable () -> Int = { fragments.all.reduce(0) { $0 + ($1.fragment?.bytes.count ?? 0) } }
+        #expect(await clock.advance(by: .milliseconds(10), until: { receivedBytes() == message.count }, limit: .seconds(5)))
+        fragments.cancel()
         try await pair.finish()
         let call = [("transport", "loopback"), ("kind", "call")]
         let samples = try metrics.expectTimer("conduit_queue_delay", call).values
         #expect(!samples.isEmpty)
         #expect((samples.max() ?? 0) >= 100_000_000, "the longest sample: \(samples.max() ?? 0) ns")
-        #expect((samples.max() ?? 0) <= 5_000_000_000)
+        // The longest wait is the last fragment's: the whole 0.4 s, exactly as paced, on virtual time.
+        #expect((samples.max() ?? 0) <= 500_000_000)
         #expect(metrics.counterTotal(label: "conduit_queue_delay_alerts_total", dimensions: call) >= 1)
         #expect(metrics.counterTotal(label: "conduit_bytes_received_total", dimensions: call) == Int64(message.count))
     }

@@ -1,4 +1,5 @@
 import Conduit
+import ConduitTesting
 import Testing
 
 /// Every `DataSessionFailReason` a session creation can fail with, through the public API.
@@ -158,8 +159,13 @@ struct SessionFailureTests {
         _ = try await pair.caller.makeOutboundDataSession(streamID: 190, type: .reliableMessage)
         try await CallPair.awaitIncoming(190, .reliableMessage, on: pair.callee)
         let caller = pair.caller, callee = pair.callee
+        let calleeEvents = EventRecorder(callee.events)
         try await within("hang up") { await caller.hangUp() }
-        try await waitUntil("the callee to see the hang-up") { await callee.isEnded }
+        // The callee's own disconnected event says it saw the hang-up: no polling.
+        _ = try await within("the callee to see the hang-up") {
+            try await calleeEvents.first { if case .disconnected(.remoteHangUp) = $0 { true } else { false } }
+        }
+        #expect(await callee.isEnded)
         #expect(await caller.isEnded)
         await expectCreationFailure(.internal) { () throws(ConduitError) in
             _ = try await pair.caller.makeOutboundDataSession(streamID: 191, type: .reliableMessage)

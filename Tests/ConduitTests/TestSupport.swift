@@ -2,6 +2,7 @@ import Conduit
 import ConduitTesting
 import Synchronization
 import Testing
+import ConduitLoopback
 import ConduitImpairment
 
 // MARK: - Deterministic payloads
@@ -183,7 +184,9 @@ struct CallPair {
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> CallPair {
         let url = "loopback://\(name)\(query)"
-        var callerRuntime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        // On a virtual clock the loopback "network" runs on it too (an impaired path's delays).
+        let registry = clock.map { TransportRegistry([LoopbackTransport(hub: LoopbackHub(clock: $0))]) } ?? .defaults
+        var callerRuntime = ConduitRuntime(configuration: configuration, registry: registry)
         callerRuntime.clock = clock
         let runtime = callerRuntime
         var calleeRuntime = runtime

@@ -36,7 +36,7 @@ struct UDPConfigurationTests {
         let (seconds, error) = try await Self.failedConnect(Self.runtime(connectTimeout: .milliseconds(1_500)))
         #expect(error.code == .timedOut)
         #expect(error.message.contains("1500 ms"), "the transport was given the configured limit: \(error.message)")
-        #expect(seconds >= 1.3 && seconds < 4, "failed after \(seconds) s")
+        #expect(seconds >= 1.3 && seconds < 5, "failed after \(seconds) s, not the transport's 5 s")
     }
 
     @Test("a URL's connect-timeout-ms overrides the configuration's connectTimeoutMs")
@@ -45,11 +45,11 @@ struct UDPConfigurationTests {
         let (seconds, error) = try await Self.failedConnect(Self.runtime(connectTimeout: .milliseconds(700)), query: "?connect-timeout-ms=1500")
         #expect(error.code == .timedOut)
         #expect(error.message.contains("1500 ms"), "\(error.message)")
-        #expect(seconds >= 1.3 && seconds < 4, "failed after \(seconds) s, not the configured 0.7 s")
+        #expect(seconds >= 1.3 && seconds < 5, "failed after \(seconds) s, not the configured 0.7 s")
         // Shorter than the configuration's: the URL's wins too.
         let (short, shortError) = try await Self.failedConnect(Self.runtime(connectTimeout: .seconds(10)), query: "?connect-timeout-ms=700")
         #expect(shortError.message.contains("700 ms"), "\(shortError.message)")
-        #expect(short >= 0.5 && short < 3, "failed after \(short) s, not the configured 10 s")
+        #expect(short >= 0.5 && short < 5, "failed after \(short) s, not the configured 10 s")
     }
 
     @Test("the default connect limit is one value: the configuration's, 10 s, for udp:// too")

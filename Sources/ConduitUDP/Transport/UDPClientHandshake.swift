@@ -40,14 +40,17 @@ final class UDPClientHandshake: Sendable {
     private let offload: UDPOffloadPolicy
     /// SRTP for everything this socket sends and receives, when the URL asks for it.
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
+    /// The socket's descriptor for the links' direct writes (nil: they write through the channel).
+    let directSocket: UDPDirectSocket?
     /// The transport's logger and counters, handed to the link.
     private let observer: UDPObserver?
 
     init(
         loop: any EventLoop, server: SocketAddress, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
-        observer: UDPObserver? = nil
+        observer: UDPObserver? = nil, directSocket: UDPDirectSocket? = nil
     ) {
         self.observer = observer
+        self.directSocket = directSocket
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         promise = loop.makePromise()
@@ -156,7 +159,7 @@ final class UDPClientHandshake: Sendable {
             where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
                 state.value.timer?.cancel()
                 state.value.deadline?.cancel()
-                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp, observer: observer) {
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp, observer: observer, directSocket: directSocket) {
                     channel.close()
                 }
                 observer?.linkEstablished(remote: link.remoteDescription, isClient: true)

@@ -36,6 +36,8 @@ public final class UDPLink: TransportLink {
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
     /// The transport's logger and counters, told when the link ends.
     private let observer: UDPObserver?
+    /// The socket, for writes gathered straight from the caller's batch (nil: through the channel).
+    private let directSocket: UDPDirectSocket?
 
     private struct State {
         var sequence: UInt16
@@ -45,6 +47,9 @@ public final class UDPLink: TransportLink {
         var statistics = UDPLinkStatistics()
         var received = DatagramBatch()
         var isOpen = true
+        /// Batches handed to the channel whose writes have not completed: while there are any,
+        /// later batches queue behind them there instead of overtaking them on the direct path.
+        var channelWritesInFlight = 0
     }
 
     /// Created on `channel`'s event loop.
@@ -57,6 +62,7 @@ public final class UDPLink: TransportLink {
         offload: Bool = false,
         srtp: NIOLoopBoundBox<UDPSRTPFilter>? = nil,
         observer: UDPObserver? = nil,
+        directSocket: UDPDirectSocket? = nil,
         detach: @escaping @Sendable () -> EventLoopFuture<Void>
     ) {
         var random = SystemRandomNumberGenerator()
@@ -72,6 +78,8 @@ public final class UDPLink: TransportLink {
         self.detach = detach
         self.srtp = srtp
         self.observer = observer
+        // SRTP protects each datagram into a buffer of its own; that one goes through the channel.
+        self.directSocket = srtp == nil ? directSocket : nil
     }
 
     /// On the event loop, once, when the link stops being open: the totals to the observer.
@@ -127,9 +135,24 @@ public final class UDPLink: TransportLink {
         let loop = channel.eventLoop
         guard state.value.isOpen else { return loop.makeFailedFuture(closedError) }
         let timestamp = UInt32(truncatingIfNeeded: (NIODeadline.now().uptimeNanoseconds &- origin.uptimeNanoseconds) / 1_000_000)
-        let promise = loop.makePromise(of: Void.self)
         var sequence = state.value.sequence
         var index = 0
+        state.value.statistics.datagramsSent += batch.count
+        state.value.statistics.bytesSent += batch.byteCount
+        // Direct writes only with segmentation offload: datagram by datagram they would cost a
+        // system call each, where the channel sends a batch with one `sendmmsg`.
+        if let directSocket, state.value.segmentationOffload, state.value.channelWritesInFlight == 0, channel.isActive {
+            index = sendDirect(batch, through: directSocket, sequence: &sequence, timestamp: timestamp)
+            if index == batch.count {
+                state.value.sequence = sequence
+                return loop.makeSucceededVoidFuture()
+            }
+        }
+        // Through the channel: what the direct path did not send (the kernel's buffer was full,
+        // or a write failed, which the channel then reports as for any write of its own).
+        let promise = loop.makePromise(of: Void.self)
+        state.value.channelWritesInFlight += 1
+        promise.futureResult.whenComplete { [state] _ in state.value.channelWritesInFlight -= 1 }
         while index < batch.count {
             let end = state.value.segmentationOffload ? Self.endOfRun(in: batch, from: index) : index + 1
             let isLast = end == batch.count
@@ -143,8 +166,6 @@ public final class UDPLink: TransportLink {
         }
         channel.flush()
         state.value.sequence = sequence
-        state.value.statistics.datagramsSent += batch.count
-        state.value.statistics.bytesSent += batch.byteCount
         let channel = self.channel
         return promise.futureResult.flatMapError { [state] error in
             // A refused datagram (ECONNREFUSED after an ICMP error, say) is a lost datagram.
@@ -152,6 +173,26 @@ public final class UDPLink: TransportLink {
             state.value.statistics.sendErrors += 1
             return loop.makeSucceededVoidFuture()
         }
+    }
+
+    /// Writes the batch's datagrams from its storage, run by run, until one write is not taken;
+    /// returns the index of the first datagram not sent (the batch's count when all were).
+    private func sendDirect(_ batch: DatagramBatch, through socket: UDPDirectSocket, sequence: inout UInt16, timestamp: UInt32) -> Int {
+        var index = 0
+        while index < batch.count {
+            let end = Self.endOfRun(in: batch, from: index)
+            let first = sequence
+            let start = index
+            let segmentSize = end - index > 1 ? batch.range(of: index).count + RTPHeader.size : nil
+            let sent = socket.send(batch, index..<end, to: peer, segmentSize: segmentSize) { datagram in
+                RTPHeader(sequence: first &+ UInt16(truncatingIfNeeded: datagram - start), timestamp: timestamp, ssrc: localSSRC)
+            }
+            guard sent else { break }
+            if segmentSize != nil { state.value.statistics.segmentedWrites += 1 }
+            sequence &+= UInt16(truncatingIfNeeded: end - index)
+            index = end
+        }
+        return index
     }
 
     /// Segments per offloaded write, at most, and bytes (an IPv4 datagram's limit, with room).

@@ -25,14 +25,17 @@ final class UDPListenerCore: Sendable {
     /// SRTP for everything on this socket, every link's traffic included (one libsrtp stream per
     /// SSRC, so each link has its own replay window), when the URL asks for it.
     let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
+    /// The socket's descriptor for the links' direct writes (nil: they write through the channel).
+    let directSocket: UDPDirectSocket?
     /// The transport's logger and counters, handed to every link.
     let observer: UDPObserver?
 
     init(
         loop: any EventLoop, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
-        observer: UDPObserver? = nil
+        observer: UDPObserver? = nil, directSocket: UDPDirectSocket? = nil
     ) {
         self.observer = observer
+        self.directSocket = directSocket
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
         ssrc = random.next()
@@ -118,7 +121,7 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer) { [self] in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer, directSocket: directSocket) { [self] in
             if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()

@@ -25,8 +25,11 @@ enum UDPSocket {
         System.supportsUDPSegmentationOffload && System.supportsUDPReceiveOffload
     }
 
+    /// A channel on `direct`'s socket when there is one (bound already, see ``UDPDirectSocket``),
+    /// else on a socket the channel binds to `address`.
     static func bind(
         to address: SocketAddress,
+        adopting direct: UDPDirectSocket? = nil,
         on loop: any EventLoop,
         mtu: Int,
         receiveOffload offload: Bool,
@@ -45,7 +48,7 @@ enum UDPSocket {
                     .channelOption(.datagramReceiveOffload, value: true)
                     .channelOption(.datagramReceiveSegmentSize, value: true)
             }
-            return try await bootstrap
+            bootstrap = bootstrap
                 .channelOption(.datagramVectorReadMessageCount, value: vectorReads)
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slice * vectorReads))
                 .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(socketBufferBytes))
@@ -55,7 +58,8 @@ enum UDPSocket {
                         try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: onDatagram, onBurstEnd: onBurstEnd))
                     }
                 }
-                .bind(to: address).get()
+            if let direct { return try await bootstrap.withBoundSocket(direct.descriptor).get() }
+            return try await bootstrap.bind(to: address).get()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw ConduitError(.addressInUse, "udp://\(SocketAddressing.describe(address)) is already in use")
         } catch {

@@ -104,9 +104,11 @@ public struct UDPTransport: Transport {
         let loop = group.next()
         let filter = try srtpFilter(options, isClient: false)
         let offload = UDPOffloadPolicy(mode: options.offload)
-        let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
+        let direct = try UDPDirectSocket.open(boundTo: address)
+        let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer, directSocket: direct)
         let channel = try await UDPSocket.bind(
             to: address,
+            adopting: direct,
             on: loop,
             mtu: options.mtu,
             receiveOffload: offload.receives,
@@ -151,9 +153,12 @@ public struct UDPTransport: Transport {
         let loop = group.next()
         let filter = try srtpFilter(options, isClient: true)
         let offload = UDPOffloadPolicy(mode: options.offload)
-        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter, observer: observer)
+        let local = try SocketAddressing.ephemeral(for: server)
+        let direct = try UDPDirectSocket.open(boundTo: local)
+        let handshake = UDPClientHandshake(loop: loop, server: server, mtu: options.mtu, offload: offload, srtp: filter, observer: observer, directSocket: direct)
         let channel = try await UDPSocket.bind(
-            to: try SocketAddressing.ephemeral(for: server),
+            to: local,
+            adopting: direct,
             on: loop,
             mtu: options.mtu,
             receiveOffload: offload.receives,
