@@ -70,9 +70,10 @@ public final class OutboundDataSession: Sendable {
 
     /// Closes the session gracefully, like `RTCDataChannel.close()`: sends are refused from now on
     /// (`sessionClosed`, reason `sessionEnd`), messages already accepted are still delivered, and
-    /// then the receiver's inbound session closes with `sessionEnd`. ``events`` ends with
-    /// `.closed(.sessionEnd)` once that has happened. (Hanging up the call, by contrast, discards
-    /// whatever is still queued.)
+    /// then the receiver's inbound session closes with `sessionEnd`. Returns once the queue has
+    /// drained to the link (``events`` ends with `.closed(.sessionEnd)` then), so a hang-up or a
+    /// leave right after it cannot cut the last messages. (Hanging up or leaving without it
+    /// discards whatever is still queued.)
     public func close() async { await engineRef.closeOutbound(key) }
 
     /// LINE Planet `changeDestination` (group calls only): later sends go to `peer` alone, or to
@@ -89,7 +90,7 @@ public final class OutboundDataSession: Sendable {
 /// What an outbound session needs from the engine that runs it (a call's or a conference's).
 protocol OutboundSessionEngine: Actor {
     func send(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, wait: Bool) async throws(ConduitError) -> Bool
-    func closeOutbound(_ key: SessionKey)
+    func closeOutbound(_ key: SessionKey) async
     func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason?
     func changeDestination(_ key: SessionKey, to peer: PeerID?) -> Bool
 }

@@ -32,6 +32,8 @@ struct SessionTables {
     /// and looking it up hashed its key once per message. Forgotten whenever the table changes.
     private var lastReceiving: (key: SessionKey, session: InboundDataSession)?
     var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
+    /// Who waits in `OutboundDataSession.close()` for its queue to drain.
+    var closeWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
     /// `tooLongQueuedData(enabled: true)` events so far (for metrics).
     var queueDelayAlerts = 0
 
@@ -50,6 +52,13 @@ struct SessionTables {
     mutating func resumeAllSenders() {
         for waiters in sendWaiters.values { for waiter in waiters { waiter.resume() } }
         sendWaiters.removeAll()
+        for waiters in closeWaiters.values { for waiter in waiters { waiter.resume() } }
+        closeWaiters.removeAll()
+    }
+
+    mutating func resumeClosers(_ key: SessionKey) {
+        guard let waiters = closeWaiters.removeValue(forKey: key) else { return }
+        for waiter in waiters { waiter.resume() }
     }
 }
 
@@ -174,6 +183,7 @@ extension SessionEngine {
             session.eventSink.finish()
         }
         sessions.resumeSenders(key)
+        sessions.resumeClosers(key)
     }
 
     func queueDelayChanged(_ key: SessionKey, tooLong enabled: Bool) {
@@ -247,9 +257,13 @@ extension SessionEngine {
         }
     }
 
-    func closeOutbound(_ key: SessionKey) {
+    /// Closes gracefully and returns once the session's queue has drained to the link (or the
+    /// session ended otherwise), so a leave or hang-up after it cannot cut its last messages.
+    func closeOutbound(_ key: SessionKey) async {
         driver.machine.closeOutbound(key)
         machineChanged()
+        guard sessions.outbound[key] != nil, driver.machine.outboundCloseReason(key) == nil, !driver.machine.isEnded else { return }
+        await withCheckedContinuation { sessions.closeWaiters[key, default: []].append($0) }
     }
 
     /// Why creating a session failed, for the reasons every engine words alike (nil for `internal`,

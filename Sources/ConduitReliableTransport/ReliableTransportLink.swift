@@ -45,6 +45,8 @@ public actor ReliableTransportLink: TransportLink {
     private var timer = DeadlineTimer()
     private var tasks: [Task<Void, Never>] = []
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The timers watching a drain for progress, cancelled when it ends.
+    private var drainWatchdogs: [Task<Void, Never>] = []
     /// Set when the inner link ended (the peer closed it, or it failed) or idled out.
     private var innerEnded = false
     private var closeReason: String?
@@ -181,25 +183,37 @@ public actor ReliableTransportLink: TransportLink {
     }
 
     /// Returns once every frame written so far is acknowledged or given up on, the link ended,
-    /// or `limit` passed (a peer that stays alive but stops reading never acknowledges).
+    /// or `limit` passed without one more frame acknowledged (a peer that stays alive but stops
+    /// reading never acknowledges; one that reads slowly, like a relay pacing a room, keeps the
+    /// wait going for as long as it makes progress).
     private func waitUntilQuiescent(limit: Duration) async {
         guard !isClosed, !innerEnded, !engine.isQuiescent else { return }
         wake()
-        let waiter = clock.after(limit) { [weak self] in await self?.releaseDrainWaiters() }
+        let watchdog = clock.after(limit) { [weak self] in await self?.drainWatch(limit: limit, outstanding: .max) }
+        drainWatchdogs.append(watchdog)
         await withCheckedContinuation { drainWaiters.append($0) }
-        waiter.cancel()
     }
 
-    /// How long a goodbye waits for the frames written before it.
+    /// Every `limit` while a drain waits: waits on if frames were acknowledged since the last
+    /// look, lets the waiters go if none were.
+    private func drainWatch(limit: Duration, outstanding before: Int) {
+        guard !drainWaiters.isEmpty else { return }
+        let now = engine.framesOutstanding
+        guard now < before else { return releaseDrainWaiters() }
+        drainWatchdogs.append(clock.after(limit) { [weak self] in await self?.drainWatch(limit: limit, outstanding: now) })
+    }
+
+    /// How long a goodbye waits, without one more frame acknowledged, for the frames written before it.
     static let goodbyeDrainLimit = Duration.seconds(10)
 
-    /// Closes gracefully: what was written is delivered and acknowledged first (bounded by
-    /// `drainTimeout`), then the inner link closes and the peer reads nil.
+    /// Closes gracefully: what was written is delivered and acknowledged first (given up on after
+    /// `drainTimeout` without progress), then the inner link closes and the peer reads nil.
     public func close() async {
         await close(drainTimeout: .seconds(2))
     }
 
-    /// Closes gracefully, waiting at most `drainTimeout` for what was written to be acknowledged, then closes the inner link.
+    /// Closes gracefully: waits for what was written to be acknowledged while the peer keeps
+    /// acknowledging (up to `drainTimeout` without one more frame acknowledged), then closes the inner link.
     public func close(drainTimeout: Duration) async {
         guard !isClosed else { return }
         await waitUntilQuiescent(limit: drainTimeout)
@@ -313,6 +327,8 @@ public actor ReliableTransportLink: TransportLink {
     }
 
     private func releaseDrainWaiters() {
+        for watchdog in drainWatchdogs { watchdog.cancel() }
+        drainWatchdogs.removeAll()
         let waiting = drainWaiters
         drainWaiters.removeAll()
         for waiter in waiting { waiter.resume() }
