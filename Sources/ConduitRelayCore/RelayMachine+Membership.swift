@@ -161,7 +161,10 @@ extension RelayMachine {
             guard !joined.isEmpty || !left.isEmpty else { continue }
             let frames = peerListFrames(version: &rooms[roomID]!.version, joined: joined, left: left, snapshot: false)
             for (_, member) in rooms[roomID]!.members.sorted(by: { $0.key < $1.key }) {
-                for frame in frames { sendControl(member.connection, frame) }
+                // A departure must not overtake the departed member's last frames on their own
+                // channels (the receiver forgets a member's partial messages when it leaves).
+                let tag = left.isEmpty ? FrameTag.neutral : FrameTag(isBarrier: true)
+                for frame in frames { sendControl(member.connection, frame, tag: tag) }
             }
             statistics.peerListUpdatesSent += frames.count
         }
