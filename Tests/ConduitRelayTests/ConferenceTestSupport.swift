@@ -107,6 +107,17 @@ struct LoopbackRoom {
     }
 }
 
+extension LoopbackRoom {
+    /// Waits until exactly `peers` (sorted) are members of `room`, without polling the relay: a
+    /// watcher joins, waits until the relay has announced them all to it, then leaves.
+    func waitForMembers(_ peers: [PeerID], in room: RoomID = "room") async throws {
+        let (watcher, log) = try await join("watcher", room: room)
+        try await log.waitForPeers(peers, of: watcher)
+        log.cancel()
+        await watcher.leave()
+    }
+}
+
 /// Reads `count` messages from an inbound session as (sender, text).
 func read(_ session: InboundDataSession, count: Int, limit: Duration = .seconds(15)) async throws -> [(PeerID, String)] {
     try await within("\(count) messages on \(session.streamID)", limit: limit) {

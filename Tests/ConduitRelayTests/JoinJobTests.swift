@@ -32,8 +32,9 @@ import Testing
     }
 
     @Test func aRefusedJoinIsAnError() async throws {
-        // A virtual clock never advanced: the join's 5 s timeout cannot pass, so the errors below
-        // are the relay's refusals, never a timeout.
+        // A virtual clock never advanced: no connect or join timer of the runtime can fire (the
+        // job's own 5 s bounds only what follows a join), so the errors below are the relay's
+        // refusals, never a timeout.
         let room = try await LoopbackRoom.start(name: "relay-join-refused", clock: VirtualClock())
         var options = JoinJob.Options(relay: room.url, room: "room", peer: "eve", token: "ct1.forged.token", expect: 1, timeout: .seconds(5))
         await #expect(throws: ConduitError.self) { try await JoinJob(runtime: room.runtime, options: options).run() }
