@@ -1,4 +1,5 @@
 package import Conduit
+import ConduitCore
 import ConduitRooms
 
 /// `conduit invite`: join a room on a relay, invite peers, print each event until the invitation
@@ -152,14 +153,19 @@ package struct AnswerJob: Sendable {
         let lobby = try await runtime.join(relay: options.relay, room: options.room, as: options.peer, token: options.token)
         let events = lobby.invitationEvents
         progress("joined \(options.room) as \(options.peer); waiting for an invitation")
-        let wait = options.wait
+        let wait = options.wait, clock = runtime.clock
         let ring = await withTaskGroup(of: NewInvitation?.self) { group in
             group.addTask {
                 for await event in events { if case .newInvitation(let new) = event { return new } }
                 return nil
             }
             group.addTask {
-                try? await Task.sleep(for: wait)
+                // On the runtime's clock when it has one, so a test on virtual time waits virtually.
+                if let clock {
+                    try? await clock.sleep(until: clock.now() + wait)
+                } else {
+                    try? await Task.sleep(for: wait)
+                }
                 return nil
             }
             let first = await group.next() ?? nil

@@ -44,11 +44,16 @@ final class EventLog: Sendable {
     /// Waits until this member's events say it knows exactly `peers` (its connect, then each
     /// peer-list change), and checks its own list agrees.
     func waitForPeers(_ peers: [PeerID], of conference: Conference, limit: Duration = .seconds(15)) async throws {
-        let recorder = recorder, wanted = Set(peers)
-        _ = try await within("\(conference.localPeer) knows \(peers)", limit: limit) {
-            try await recorder.wait { Self.peers(after: $0) == wanted }
-        }
+        try await waitUntilKnown(Set(peers), by: conference.localPeer, limit: limit)
         #expect(await conference.peers == peers)
+    }
+
+    /// Waits until this member's events say it knows exactly `peers`, in whatever order they came.
+    func waitUntilKnown(_ peers: Set<PeerID>, by member: PeerID, limit: Duration = .seconds(15)) async throws {
+        let recorder = recorder
+        _ = try await within("\(member) knows \(peers.sorted())", limit: limit) {
+            try await recorder.wait { Self.peers(after: $0) == peers }
+        }
     }
 
     /// The peers a member knows after `events`.
@@ -104,6 +109,17 @@ struct LoopbackRoom {
     func join(_ peer: PeerID, room: RoomID = "room", runtime other: ConduitRuntime? = nil) async throws -> (Conference, EventLog) {
         let conference = try await (other ?? runtime).join(relay: url, room: room, as: peer, token: token(peer, room: room))
         return (conference, EventLog(conference))
+    }
+}
+
+extension LoopbackRoom {
+    /// Waits until exactly `peers` are members of `room`, without polling the relay: a watcher
+    /// joins, waits until the relay has announced them all to it (in any order), then leaves.
+    func waitForMembers(_ peers: Set<PeerID>, in room: RoomID = "room") async throws {
+        let (watcher, log) = try await join("watcher", room: room)
+        try await log.waitUntilKnown(peers, by: "watcher")
+        log.cancel()
+        await watcher.leave()
     }
 }
 

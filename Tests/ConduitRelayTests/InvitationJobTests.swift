@@ -1,6 +1,8 @@
 import Conduit
 import ConduitRelay
 import ConduitTooling
+import ConduitTesting
+import ConduitCore
 import Testing
 import ConduitRooms
 
@@ -18,17 +20,11 @@ struct InvitationJobTests {
             relay: relay.url, room: "lobby", peer: peer, token: relay.token(peer, room: "lobby"), accept: accept, data: Array(data.utf8), wait: wait))
     }
 
-    static func waitUntilIn(_ relay: LoopbackRoom, _ count: Int) async throws {
-        try await within("\(count) peers in the lobby") {
-            while await relay.server.members(of: "lobby").count < count { try await Task.sleep(for: .milliseconds(5)) }
-        }
-    }
-
     @Test("answer --accept, then invite: the invite reports accepted with its events; the answer reports the call's room")
     func acceptedCall() async throws {
         let relay = try await LoopbackRoom.start(name: "inv-job-accept")
         let bob = Task { try await Self.answer(relay, as: "bob", accept: true, data: "hi").run() }
-        try await Self.waitUntilIn(relay, 1)
+        try await relay.waitForMembers(["bob"], in: "lobby")
         let report = try await within("the invite job") { try await Self.invite(relay, to: ["bob"], data: "call-9").run() }
         #expect(report.accepted)
         #expect(report.result == "accepted")
@@ -47,7 +43,7 @@ struct InvitationJobTests {
     func rejectedBusy() async throws {
         let relay = try await LoopbackRoom.start(name: "inv-job-busy")
         let bob = Task { try await Self.answer(relay, as: "bob", accept: false, data: "busy").run() }
-        try await Self.waitUntilIn(relay, 1)
+        try await relay.waitForMembers(["bob"], in: "lobby")
         let report = try await within("the invite job") { try await Self.invite(relay, to: ["bob"], data: "call-10").run() }
         #expect(!report.accepted)
         #expect(report.result == "rejected by bob (busy)")
@@ -58,20 +54,31 @@ struct InvitationJobTests {
 
     @Test("nobody there: invite --online-only is refused with inviteesOffline; answer gives up after --wait; an unanswered invite times out")
     func nobodyThere() async throws {
-        let relay = try await LoopbackRoom.start(name: "inv-job-empty")
+        // The relay, the runtime and the jobs' waits run on a virtual clock: the answer's 200 ms
+        // and the invitation's 1 s pass without waiting, and not before they are due.
+        let clock = VirtualClock()
+        let relay = try await LoopbackRoom.start(name: "inv-job-empty", clock: clock)
         do {
             _ = try await Self.invite(relay, to: ["bob"], data: "x").run()
             Issue.record("an invite to nobody online was accepted")
         } catch let error as InvitationError {
             #expect(error.code == .inviteesOffline)
         }
+        let answerAskedAt = clock.now()
         do {
-            _ = try await Self.answer(relay, as: "bob", accept: true, wait: .milliseconds(200)).run()
+            _ = try await clock.run(advancingBy: .milliseconds(50), limit: .seconds(30)) {
+                try await Self.answer(relay, as: "bob", accept: true, wait: .milliseconds(200)).run()
+            }
             Issue.record("an answer without an invitation succeeded")
         } catch let error as ConduitError {
             #expect(error.code == .timedOut)
         }
-        let report = try await within("the invite to time out") { try await Self.invite(relay, to: ["bob"], data: "x", timeout: .seconds(1), onlineOnly: false).run() }
+        #expect(clock.now() >= answerAskedAt + .milliseconds(200))
+        let invitedAt = clock.now()
+        let report = try await clock.run(advancingBy: .milliseconds(100), limit: .seconds(30)) {
+            try await Self.invite(relay, to: ["bob"], data: "x", timeout: .seconds(1), onlineOnly: false).run()
+        }
+        #expect(clock.now() >= invitedAt + .seconds(1))
         #expect(report.result == "bob did not answer in time")
         #expect(report.events == ["invitationTimeout \(report.invitation) for bob (deadline)"])
         await relay.server.shutdown()

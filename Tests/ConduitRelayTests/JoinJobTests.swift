@@ -1,6 +1,7 @@
 import Conduit
 import ConduitRelay
 import ConduitTooling
+import ConduitTesting
 import Testing
 
 /// `conduit join` in process: a sender and two receivers (one in a subgroup) through a loopback relay.
@@ -16,9 +17,7 @@ import Testing
         }
         let bob = Task { try await JoinJob(runtime: room.runtime, options: options("bob", expect: 80)).run() }
         let carol = Task { try await JoinJob(runtime: room.runtime, options: options("carol", expect: 40)).run() }
-        try await within("bob and carol in the room") {
-            while await room.server.members(of: "room").count < 2 { try await Task.sleep(for: .milliseconds(5)) }
-        }
+        try await room.waitForMembers(["bob", "carol"])
         // alice sends to everyone, dave to bob only.
         let alice = try await JoinJob(runtime: room.runtime, options: options("alice", send: true, peers: 2)).run()
         let dave = try await JoinJob(runtime: room.runtime, options: options("dave", send: true, to: "bob")).run()
@@ -33,7 +32,10 @@ import Testing
     }
 
     @Test func aRefusedJoinIsAnError() async throws {
-        let room = try await LoopbackRoom.start(name: "relay-join-refused")
+        // A virtual clock never advanced: no connect or join timer of the runtime can fire (the
+        // job's own 5 s bounds only what follows a join), so the errors below are the relay's
+        // refusals, never a timeout.
+        let room = try await LoopbackRoom.start(name: "relay-join-refused", clock: VirtualClock())
         var options = JoinJob.Options(relay: room.url, room: "room", peer: "eve", token: "ct1.forged.token", expect: 1, timeout: .seconds(5))
         await #expect(throws: ConduitError.self) { try await JoinJob(runtime: room.runtime, options: options).run() }
         options.token = room.token("someone-else")

@@ -162,7 +162,10 @@ struct ConnectionTests {
         var configuration = ConduitConfiguration.testDefaults
         configuration.queueDelayOn = .milliseconds(10)
         configuration.queueDelayOff = .milliseconds(20)
-        let runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        var runtime = ConduitRuntime(configuration: configuration, registry: .defaults)
+        // A virtual clock never advanced: the refusals below come from checking the configuration
+        // (queueDelayOff exceeds queueDelayOn), never from a queue-delay timer.
+        runtime.clock = VirtualClock()
         let listen = await conduitError { () throws(ConduitError) in _ = try await runtime.listen(on: "loopback://connection-invalid", as: "bob") }
         #expect(listen?.code == .invalidConfiguration)
         let connect = await conduitError { () throws(ConduitError) in _ = try await runtime.connect(to: "loopback://connection-invalid", as: "alice") }
