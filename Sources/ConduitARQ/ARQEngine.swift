@@ -327,11 +327,11 @@ public struct ARQEngine: Sendable {
     /// Unacknowledged ack-eliciting packets tracked.
     public var unackedPacketCount: Int { ledger.outstandingCount }
 
-    /// Nothing queued, nothing unresolved, nothing owed to the peer.
     /// Frames written and not yet acknowledged or given up on: what a graceful close waits for,
     /// and, as it falls, the sign that the peer is still taking them.
     public var framesOutstanding: Int { frames.count }
 
+    /// Nothing queued, nothing unresolved, nothing owed to the peer.
     public var isQuiescent: Bool {
         frames.isEmpty && forwardQueue.isEmpty && ledger.isEmpty && retransmitQueue.isEmpty
     }
