@@ -86,6 +86,12 @@ public final class Call: Sendable {
     /// Returns once the goodbye is written and the link closed.
     public func hangUp() async { await engine.hangUp() }
 
+    /// Ends the call once what it sent has arrived: closes every outbound session gracefully,
+    /// waits until the peer acknowledged every reliable message, then hangs up as ``hangUp()``.
+    /// If `timeout` passes on the runtime's clock first (or the call ends), it hangs up anyway
+    /// and throws `notAcknowledged`, saying how many messages were not acknowledged.
+    public func hangUp(timeout: Duration) async throws(ConduitError) { try await engine.hangUp(timeout: timeout) }
+
     /// True once the call ended, by either side or because the link failed. Reading it suspends briefly (the call's actor).
     public var isEnded: Bool { get async { await engine.isEnded } }
 

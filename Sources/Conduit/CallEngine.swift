@@ -97,6 +97,13 @@ actor CallEngine: SessionEngine {
         await waitUntilLinkClosed()
     }
 
+    func hangUp(timeout: Duration) async throws(ConduitError) {
+        try await flushAllThenEnd(timeout: timeout, what: "the call") { await hangUp() }
+    }
+
+    /// A call writes data frames bare.
+    static var dataFramePrefix: Int { 0 }
+
     var isEnded: Bool { driver.machine.isEnded }
     var statistics: CallStatistics { driver.machine.statistics }
 

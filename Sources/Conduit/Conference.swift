@@ -186,6 +186,13 @@ public final class Conference: Sendable {
     /// `.disconnected(.left, ...)`, and the peers hear that this side left.
     public func leave() async { await engine.leave() }
 
+    /// Leaves the room once what this side sent has reached the relay: closes every outbound
+    /// session gracefully, waits until the relay acknowledged every reliable message (and every
+    /// reliable track and channel frame), then leaves as ``leave()``. If `timeout` passes on the
+    /// runtime's clock first (or the room ends), it leaves anyway and throws `notAcknowledged`,
+    /// saying how many messages were not acknowledged.
+    public func leave(timeout: Duration) async throws(ConduitError) { try await engine.leave(timeout: timeout) }
+
     /// True once this side left the room or was disconnected. Reading it suspends briefly (the room's actor).
     public var isEnded: Bool { get async { await engine.isEnded } }
     /// Counters of what this side received, delivered, sent and dropped in the room.

@@ -265,6 +265,13 @@ actor ConferenceEngine: SessionEngine {
         await waitUntilLinkClosed()
     }
 
+    func leave(timeout: Duration) async throws(ConduitError) {
+        try await flushAllThenEnd(timeout: timeout, what: "the room") { await leave() }
+    }
+
+    /// A conference's session frames travel in a relay envelope.
+    static var dataFramePrefix: Int { RelayEnvelope.size }
+
     var peers: [PeerID] { driver.machine.members.values.sorted { $0.member < $1.member }.map(\.peer) }
     var isEnded: Bool { driver.machine.isEnded }
     var statistics: ConferenceStatistics { driver.machine.statistics }

@@ -76,6 +76,22 @@ public final class OutboundDataSession: Sendable {
     /// discards whatever is still queued.)
     public func close() async { await engineRef.closeOutbound(key) }
 
+    /// Closes the session gracefully and returns once every message it accepted has been
+    /// delivered: for a reliable session type, acknowledged by the peer (the relay, in a room).
+    /// Throws `notAcknowledged`, saying how many messages were not, when `timeout` passes on the
+    /// runtime's clock first or the call ends; nothing accepted is given up on silently.
+    public func close(timeout: Duration) async throws(ConduitError) {
+        try await engineRef.flushOutboundOrThrow(key, timeout: timeout, closing: true)
+    }
+
+    /// Waits, with the session left open, until every message accepted before the call has been
+    /// written and, for a reliable session type, acknowledged by the peer (the relay, in a room).
+    /// Throws `notAcknowledged`, saying how many messages were not, when `timeout` passes first
+    /// or the call ends. Messages sent meanwhile do not hold it up.
+    public func flush(timeout: Duration) async throws(ConduitError) {
+        try await engineRef.flushOutboundOrThrow(key, timeout: timeout, closing: false)
+    }
+
     /// LINE Planet `changeDestination` (group calls only): later sends go to `peer` alone, or to
     /// everyone in the session's scope when nil (the room, or the subgroup for a subgroup
     /// session). Returns false if the peer is not in the room, the session is closed, or this is a
@@ -91,6 +107,7 @@ public final class OutboundDataSession: Sendable {
 protocol OutboundSessionEngine: Actor {
     func send(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, wait: Bool) async throws(ConduitError) -> Bool
     func closeOutbound(_ key: SessionKey) async
+    func flushOutboundOrThrow(_ key: SessionKey, timeout: Duration, closing: Bool) async throws(ConduitError)
     func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason?
     func changeDestination(_ key: SessionKey, to peer: PeerID?) -> Bool
 }

@@ -14,6 +14,7 @@ protocol SessionMachine: SansIOMachine {
     mutating func unsupportInbound(_ key: SessionKey)
     mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult
     mutating func closeOutbound(_ key: SessionKey)
+    func flushProgress(_ key: SessionKey, since mark: OutboundFlushMark?) -> OutboundFlushProgress?
     func longestQueueingDelay(now: ConduitInstant) -> Duration
     var isConnected: Bool { get }
 }
@@ -34,6 +35,8 @@ struct SessionTables {
     var sendWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
     /// Who waits in `OutboundDataSession.close()` for its queue to drain.
     var closeWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
+    /// Who waits in a flush for the next pump round (or its deadline).
+    var roundWaiters: [CheckedContinuation<Void, Never>] = []
     /// `tooLongQueuedData(enabled: true)` events so far (for metrics).
     var queueDelayAlerts = 0
 
@@ -54,6 +57,13 @@ struct SessionTables {
         sendWaiters.removeAll()
         for waiters in closeWaiters.values { for waiter in waiters { waiter.resume() } }
         closeWaiters.removeAll()
+        resumeRoundWaiters()
+    }
+
+    mutating func resumeRoundWaiters() {
+        let waiters = roundWaiters
+        roundWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
     }
 
     mutating func resumeClosers(_ key: SessionKey) {
@@ -73,6 +83,9 @@ protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundDeliveri
     var connectWaiter: CheckedContinuation<Void, any Error>? { get set }
     /// The machine's counters as metrics, with what the driver and the engine counted.
     func metricsSnapshot() -> SessionLayerObserver.Snapshot
+    /// Bytes before a data frame in what this engine writes on a session's channel (a relay
+    /// envelope for a conference), to read the message IDs of unacknowledged frames.
+    static var dataFramePrefix: Int { get }
     /// Why creating a session for `key` failed, in words.
     func explain(_ reason: DataSessionFailReason, key: SessionKey) -> String
 }
@@ -123,7 +136,10 @@ extension SessionEngine {
 
     func waitForInboundRoom() async { await waitUntilDrained() }
 
-    func pumpRoundEnded() { exportMetrics() }
+    func pumpRoundEnded() {
+        exportMetrics()
+        sessions.resumeRoundWaiters()
+    }
 
     func linkWillClose() {
         // Exported before the close's suspension: whoever sees the engine ended sees its metrics.

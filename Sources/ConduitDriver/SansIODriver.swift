@@ -29,7 +29,8 @@ public struct SansIODriver<Machine: SansIOMachine> {
     /// Set once the link is closed: the loops are over and the timer is off.
     public internal(set) var linkIsClosed = false
 
-    var isWriting = false
+    /// The pump is in a write (the link has not taken its batch yet).
+    public internal(set) var isWriting = false
     var timer = DeadlineTimer()
     let wakeups: AsyncStream<Void>
     let wakeSink: AsyncStream<Void>.Continuation

@@ -47,6 +47,13 @@ public actor ReliableTransportLink: TransportLink {
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     /// The timers watching a drain for progress, cancelled when it ends.
     private var drainWatchdogs: [Task<Void, Never>] = []
+    /// Who waits in ``waitForAcknowledgement(channel:timeout:)``.
+    private var acknowledgementWaiters: [AcknowledgementWaiter] = []
+    private var nextAcknowledgementWaiter = 0
+    /// A wait on every channel ended with frames unacknowledged: the app was told and gave up on
+    /// them (a hang-up or leave whose deadline passed), so the goodbye and the close that follow
+    /// do not wait for them again.
+    private var gaveUpOnAcknowledgement = false
     /// Set when the inner link ended (the peer closed it, or it failed) or idled out.
     private var innerEnded = false
     private var closeReason: String?
@@ -187,7 +194,7 @@ public actor ReliableTransportLink: TransportLink {
     /// reading never acknowledges; one that reads slowly, like a relay pacing a room, keeps the
     /// wait going for as long as it makes progress).
     private func waitUntilQuiescent(limit: Duration) async {
-        guard !isClosed, !innerEnded, !engine.isQuiescent else { return }
+        guard !isClosed, !innerEnded, !engine.isQuiescent, !gaveUpOnAcknowledgement else { return }
         wake()
         let watchdog = clock.after(limit) { [weak self] in await self?.drainWatch(limit: limit, outstanding: .max) }
         drainWatchdogs.append(watchdog)
@@ -201,6 +208,60 @@ public actor ReliableTransportLink: TransportLink {
         let now = engine.framesOutstanding
         guard now < before else { return releaseDrainWaiters() }
         drainWatchdogs.append(clock.after(limit) { [weak self] in await self?.drainWatch(limit: limit, outstanding: now) })
+    }
+
+    private struct AcknowledgementWaiter {
+        let id: Int
+        let channel: UInt32?
+        let mark: UInt32
+        let continuation: CheckedContinuation<LinkAcknowledgement, Never>
+        let expiry: Task<Void, Never>
+    }
+
+    /// Waits until the peer acknowledged every frame written so far on `channel` (every channel
+    /// when nil), the link ended, or `timeout` passed on the link's clock; then says which frames
+    /// are still unacknowledged (the engine still holds them, so their heads are known).
+    public func waitForAcknowledgement(channel: UInt32?, timeout: Duration) async -> LinkAcknowledgement {
+        let mark = channel.map { engine.sendMark(onChannel: $0) } ?? 0
+        if let settled = settledAcknowledgement(channel: channel, mark: mark) { return settled }
+        wake()
+        let id = nextAcknowledgementWaiter
+        nextAcknowledgementWaiter += 1
+        let expiry = clock.after(timeout) { [weak self] in await self?.acknowledgementWaitExpired(id) }
+        return await withCheckedContinuation { continuation in
+            acknowledgementWaiters.append(.init(id: id, channel: channel, mark: mark, continuation: continuation, expiry: expiry))
+        }
+    }
+
+    /// The answer if the wait is over (everything acknowledged, or the link ended), else nil.
+    private func settledAcknowledgement(channel: UInt32?, mark: UInt32) -> LinkAcknowledgement? {
+        let unresolved = channel.map { engine.unresolvedFrames(onChannel: $0, below: mark) } ?? engine.framesOutstanding
+        if unresolved == 0 { return .complete }
+        return isClosed || innerEnded ? acknowledgement(channel: channel, mark: mark) : nil
+    }
+
+    private func acknowledgement(channel: UInt32?, mark: UInt32) -> LinkAcknowledgement {
+        let heads = engine.unresolvedFrameHeads(onChannel: channel, below: channel == nil ? nil : mark, length: LinkAcknowledgement.headLength)
+        return LinkAcknowledgement(unacknowledgedFrames: heads.count, unacknowledgedHeads: heads)
+    }
+
+    /// After acknowledgements arrived or the link ended: lets go the waits that are over.
+    private func settleAcknowledgementWaiters() {
+        guard !acknowledgementWaiters.isEmpty else { return }
+        acknowledgementWaiters.removeAll { waiter in
+            guard let answer = settledAcknowledgement(channel: waiter.channel, mark: waiter.mark) else { return false }
+            waiter.expiry.cancel()
+            waiter.continuation.resume(returning: answer)
+            return true
+        }
+    }
+
+    private func acknowledgementWaitExpired(_ id: Int) {
+        guard let index = acknowledgementWaiters.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = acknowledgementWaiters.remove(at: index)
+        let answer = settledAcknowledgement(channel: waiter.channel, mark: waiter.mark) ?? acknowledgement(channel: waiter.channel, mark: waiter.mark)
+        if waiter.channel == nil, !answer.isComplete { gaveUpOnAcknowledgement = true }
+        waiter.continuation.resume(returning: answer)
     }
 
     /// How long a goodbye waits, without one more frame acknowledged, for the frames written before it.
@@ -257,6 +318,7 @@ public actor ReliableTransportLink: TransportLink {
                 }
             }
             if engine.isQuiescent { releaseDrainWaiters() }
+            settleAcknowledgementWaiters()
             if observer.isCounting { observer.export(engine.statistics) }
             scheduleTimer()
         }
@@ -338,5 +400,6 @@ public actor ReliableTransportLink: TransportLink {
         resumeReader()
         resumeWriters()
         releaseDrainWaiters()
+        settleAcknowledgementWaiters()
     }
 }

@@ -148,8 +148,20 @@ package struct JoinJob: Sendable {
                 report.sent += 1
                 report.sentBytes += message.bytes.count
             }
-            // Graceful close: everything queued goes out before the leave does.
-            await session.close()
+            // Graceful close: everything queued goes out before the leave does, and for a reliable
+            // type the relay must have acknowledged all of it (else the job fails, naming how many).
+            if send.type.isReliable {
+                do throws(ConduitError) {
+                    try await session.close(timeout: max(ContinuousClock.now.duration(to: deadline), .zero))
+                } catch {
+                    for task in helpers { task.cancel() }
+                    for task in readers.withLock({ $0 }) { task.cancel() }
+                    try? await conference.leave(timeout: .zero)  // already told: the leave waits no more
+                    throw error
+                }
+            } else {
+                await session.close()
+            }
             for await _ in session.events {}
         }
         if options.expect != nil {

@@ -134,6 +134,9 @@ package struct SendJob: Sendable {
                 if options.verifyEcho {
                     await echoes.waitForAll(sent)
                     await session.close()
+                } else if options.type.isReliable, !watchdog.hasFired {
+                    // Done only when the peer has acknowledged every message: else exit non-zero.
+                    try await session.close(timeout: max(ContinuousClock.now.duration(to: deadline), .zero))
                 } else {
                     await session.close()
                     let reason = await closeReason(of: session, before: deadline)
@@ -147,8 +150,11 @@ package struct SendJob: Sendable {
             }
         }
         let end = ContinuousClock.now
-        await call.hangUp()
+        // The goodbye waits for what is unacknowledged only until the job's deadline.
+        var ending: ConduitError?
+        do throws(ConduitError) { try await call.hangUp(timeout: max(ContinuousClock.now.duration(to: deadline), .zero)) } catch { ending = error }
         let (sent, bytes, start) = try outcome.get()
+        if let ending, options.type.isReliable, !watchdog.hasFired { throw ending }
         let elapsed = start.map { $0.duration(to: end).inSeconds } ?? 0
         let counts = echoes.counts
         return SendReport(

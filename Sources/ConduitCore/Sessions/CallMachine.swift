@@ -75,6 +75,9 @@ public struct CallMachine: Sendable {
     /// Why outbound session `key` closed, or nil while it is open (or unknown).
     public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { sessions.outboundCloseReason(key) }
 
+    /// How far outbound session `key` has got with what was accepted before `mark` (a flush).
+    package func flushProgress(_ key: SessionKey, since mark: OutboundFlushMark?) -> OutboundFlushProgress? { sessions.flushProgress(key, since: mark) }
+
     /// Offers one `send` to a session's queue. Sizes and state are checked here, so an oversize or
     /// closed send fails at the call instead of vanishing later.
     public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {

@@ -18,6 +18,8 @@ struct OutboundSessionState: Sendable {
     /// How the link carries this session's data frames (its channel, its type's delivery).
     let tag: FrameTag
     var nextMessageID: UInt32 = 0
+    /// Accepted messages thrown away unsent when the session closed abruptly (a flush reports them).
+    var discardedMessages = 0
     var queue = Deque<QueuedMessage>()
     /// Bytes not yet emitted, across the queue.
     var queuedBytes = 0

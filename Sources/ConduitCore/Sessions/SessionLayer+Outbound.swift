@@ -101,6 +101,7 @@ extension SessionLayer {
     package mutating func closeOutbound(_ key: SessionKey, reason: DataSessionCloseReason) {
         guard var session = outbound[key], session.isOpen else { return }
         session.closeReason = reason
+        session.discardedMessages += session.queue.count
         session.queue.removeAll()
         session.queuedBytes = 0
         let wasWaiting = session.senderIsWaiting

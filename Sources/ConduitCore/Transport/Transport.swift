@@ -48,10 +48,19 @@ public protocol TransportLink: AnyObject, Sendable {
     /// actors driving the link (reliability, the call) run on it when it is there, so a batch
     /// goes from socket to engine and back without crossing threads.
     var preferredExecutor: (any SerialExecutor)? { get }
+    /// Waits until the peer has acknowledged every frame written so far on `channel` (on every
+    /// channel when nil), the link ends, or `timeout` passes, and says what is still not
+    /// acknowledged then. Frames written after the call do not count.
+    func waitForAcknowledgement(channel: UInt32?, timeout: Duration) async -> LinkAcknowledgement
 }
 
 extension TransportLink {
     public var preferredExecutor: (any SerialExecutor)? { nil }
+
+    /// For links whose `write` returns once the peer holds the frames (an in-process link): every
+    /// frame written is acknowledged. A link that buffers frames the peer may never get (a
+    /// network transport) must implement the wait.
+    public func waitForAcknowledgement(channel: UInt32?, timeout: Duration) async -> LinkAcknowledgement { .complete }
 }
 
 /// Accepts links on one address.

@@ -42,6 +42,10 @@ public struct ConduitError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unsupportedByTransport = Code("unsupportedByTransport")
         /// An operation did not finish within its limit.
         public static let timedOut = Code("timedOut")
+        /// Reliable data the peer did not acknowledge: a flush, graceful close, hang-up or leave
+        /// ended (its deadline passed, or the link ended) first. The message says how many
+        /// messages and link frames.
+        public static let notAcknowledged = Code("notAcknowledged")
 
         public var description: String { name }
     }

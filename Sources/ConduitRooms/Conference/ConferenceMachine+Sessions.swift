@@ -73,6 +73,9 @@ extension ConferenceMachine {
     /// Why outbound session `key` closed, or nil while it is open (or unknown).
     public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { sessions.outboundCloseReason(key) }
 
+    /// How far outbound session `key` has got with what was accepted before `mark` (a flush).
+    package func flushProgress(_ key: SessionKey, since mark: OutboundFlushMark?) -> OutboundFlushProgress? { sessions.flushProgress(key, since: mark) }
+
     /// The longest queueing delay among the open outbound sessions (zero when every queue is
     /// empty), as `CallMachine/longestQueueingDelay(now:)`.
     public func longestQueueingDelay(now: ConduitInstant) -> Duration { sessions.longestQueueingDelay(now: now) }

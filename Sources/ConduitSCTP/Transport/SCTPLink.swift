@@ -78,6 +78,24 @@ public final class SCTPLink: TransportLink {
         }
     }
 
+    /// Waits until the peer acknowledged everything written on the association, it closed, or
+    /// `timeout` passed. usrsctp counts unacknowledged data per association, not per stream, so
+    /// the wait covers every channel whatever `channel` says, and the frames are only counted.
+    public func waitForAcknowledgement(channel: UInt32?, timeout: Duration) async -> LinkAcknowledgement {
+        let connection = self.connection
+        let (seconds, attoseconds) = timeout.components
+        let deadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        var outstanding = 0
+        while true {
+            // `outstanding` reads 0 once the association is gone: what was last seen then stays.
+            guard let (now, open) = try? await connection.stack.loop.submit({ (connection.outstanding, connection.state == .established) }).get(), open else { break }
+            outstanding = now
+            if outstanding == 0 || NIODeadline.now() >= deadline { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return LinkAcknowledgement(unacknowledgedFrames: outstanding)
+    }
+
     /// The next frames received from the peer, or nil once the association closed.
     public func read() async throws(ConduitError) -> DatagramBatch? {
         guard let messages = await connection.linkInbox.next() else { return nil }
