@@ -32,15 +32,7 @@ extension SessionEngine {
             driver.machine.closeOutbound(key)
             machineChanged()
         }
-        // Pump rounds wake the wait; the expiry wakes it at the deadline if the link stays blocked.
-        let expiry = driver.clock.after(timeout) { await self.resumeRoundWaiters() }
-        defer { expiry.cancel() }
-        while !driver.linkIsClosed, now() < deadline {
-            let queued = driver.machine.flushProgress(key, since: mark)?.queued ?? 0
-            guard queued > 0 || driver.isWriting else { break }
-            wakePump()
-            await withCheckedContinuation { sessions.roundWaiters.append($0) }
-        }
+        await waitForWrites(until: deadline, session: (key, mark))
         let progress = driver.machine.flushProgress(key, since: mark)
         var shortfall = FlushShortfall(messages: (progress?.queued ?? 0) + (progress?.discarded ?? 0))
         guard mark.isReliable else { return shortfall }
@@ -74,11 +66,25 @@ extension SessionEngine {
             shortfall = shortfall + (await flushOutbound(key, timeout: remaining, closing: true) ?? FlushShortfall())
         }
         // The rest of the link too: a room's data tracks and labeled channels, the call's control.
-        await waitUntilPumpIdle()
+        await waitForWrites(until: deadline, session: nil)
         let whole = await driver.link.waitForAcknowledgement(channel: nil, timeout: max(deadline - now(), .zero))
         shortfall.frames = max(shortfall.frames, whole.unacknowledgedFrames)
         await end()
         if !shortfall.isEmpty { throw shortfall.error(what, within: timeout) }
+    }
+
+    /// Returns once the session's messages accepted before its mark have left its queue (when a
+    /// session is given) and the pump is not in a write (what it polled is on the link), the link
+    /// closed, or `deadline` passed (a link that stays blocked cannot hold it).
+    private func waitForWrites(until deadline: ConduitInstant, session: (key: SessionKey, mark: OutboundFlushMark)?) async {
+        // Pump rounds wake the wait; the expiry wakes it at the deadline.
+        let expiry = driver.clock.after(max(deadline - now(), .zero)) { await self.resumeRoundWaiters() }
+        defer { expiry.cancel() }
+        func queued() -> Bool { session.map { driver.machine.flushProgress($0.key, since: $0.mark)?.queued ?? 0 > 0 } ?? false }
+        while !driver.linkIsClosed, now() < deadline, queued() || driver.isWriting {
+            wakePump()
+            await withCheckedContinuation { sessions.roundWaiters.append($0) }
+        }
     }
 
     func resumeRoundWaiters() { sessions.resumeRoundWaiters() }

@@ -260,7 +260,11 @@ public actor ReliableTransportLink: TransportLink {
         guard let index = acknowledgementWaiters.firstIndex(where: { $0.id == id }) else { return }
         let waiter = acknowledgementWaiters.remove(at: index)
         let answer = settledAcknowledgement(channel: waiter.channel, mark: waiter.mark) ?? acknowledgement(channel: waiter.channel, mark: waiter.mark)
-        if waiter.channel == nil, !answer.isComplete { gaveUpOnAcknowledgement = true }
+        if waiter.channel == nil, !answer.isComplete {
+            // A goodbye already waiting for these frames stops waiting too.
+            gaveUpOnAcknowledgement = true
+            releaseDrainWaiters()
+        }
         waiter.continuation.resume(returning: answer)
     }
 

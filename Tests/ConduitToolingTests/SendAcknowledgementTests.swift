@@ -31,7 +31,7 @@ struct SendAcknowledgementTests {
             }
         }
         let job = SendJob(runtime: runtime, options: .init(
-            url: "loopback://\(name)?loss=0.01&seed=9", streamID: 100, type: .reliableMessage, count: 20, sizes: 1_000...1_000, rate: .bitsPerSecond(100_000), timeout: .seconds(2)
+            url: "loopback://\(name)?loss=0.01&seed=9", streamID: 100, type: .reliableMessage, count: 20, sizes: 1_000...1_000, rate: .bitsPerSecond(50_000), timeout: .seconds(8)
         ))
         var failure: ConduitError?
         do throws(ConduitError) { _ = try await job.run() } catch { failure = error }
