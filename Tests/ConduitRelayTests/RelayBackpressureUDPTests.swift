@@ -18,22 +18,89 @@ struct RelayBackpressureUDPTests {
     func oneFastSenderToARoom() async throws {
         let receivers = Self.soak ? 20 : 6
         let messages = Self.soak ? 10_000 : 1_500
+        let relayConfiguration = Self.soak
+            ? RelayConfiguration()
+            : RelayConfiguration(maxQueuedBytesPerReceiver: 256 * 1024, receiverHighWater: 64 * 1024)
+        let room = try await LoadRoom.start(relay: relayConfiguration, receivers: receivers)
+        let readers = room.inbound.map { LoadRoom.read(messages, from: $0) }
+        try await room.send(messages)
+        for (index, reader) in readers.enumerated() {
+            let indices = try await within("receiver\(index) gets \(messages) messages", limit: .seconds(240)) { await reader.value }
+            let allOnceInOrder = indices == Array(0..<messages)
+            #expect(allOnceInOrder, "receiver\(index): \(indices.count) messages, in order: \(indices == indices.sorted())")
+        }
+        let statistics = await room.server.statistics
+        #expect(statistics.slowReceiversDisconnected == 0)
+        #expect(statistics.refusals.isEmpty, "refused: \(statistics.refusals)")
+        #expect(await room.server.members(of: "load").count == receivers)
+        print("rooms under load: 1 → \(receivers) × \(messages) × 1 KiB; sender paused \(statistics.sendersPaused) times, \(statistics.laggingReceivers) lagging")
+        await room.end()
+    }
+
+    @Test("a receiver that stops reading is isolated (slowReceiver) after isolateAfter; the others get everything, once, in order")
+    func aStalledReceiverIsIsolated() async throws {
+        let receivers = Self.soak ? 20 : 4
+        let messages = Self.soak ? 10_000 : 3_000
+        // The bound (10 s) in the soak; 2 s in the default suite.
+        let relayConfiguration = RelayConfiguration(
+            maxQueuedBytesPerReceiver: 64 * 1024 * 1024, receiverHighWater: Self.soak ? 1024 * 1024 : 128 * 1024,
+            laggingAfter: Self.soak ? .seconds(1) : .milliseconds(300), isolateAfter: Self.soak ? .seconds(10) : .seconds(2)
+        )
+        // Small client buffers in the default suite (the reader's 256 KiB, the engine's receive
+        // window), so 3 MB is well past what the stalled receiver itself can hold.
+        let room = try await LoadRoom.start(
+            relay: relayConfiguration, receivers: receivers,
+            clientBuffers: Self.soak ? nil : 256 * 1024
+        )
+        // Receiver 0 never reads its session: its link backs up to the relay.
+        let readers = room.inbound.dropFirst().map { LoadRoom.read(messages, from: $0) }
+        let started = ContinuousClock.now
+        try await room.send(messages)
+        for (index, reader) in readers.enumerated() {
+            let indices = try await within("receiver\(index + 1) gets \(messages) messages", limit: .seconds(240)) { await reader.value }
+            #expect(indices == Array(0..<messages), "receiver\(index + 1): \(indices.count) messages")
+        }
+        let elapsed = started.duration(to: .now)
+        // The relay's notice (slowReceiver) waits behind the data the stalled app never reads, so
+        // what that app sees is its link to the relay closing.
+        let (stalled, stalledLog) = room.listening[0]
+        let ended = try await stalledLog.wait(for: "the stalled member's end", limit: .seconds(60)) {
+            if case .disconnected = $0 { true } else { false }
+        }
+        #expect(await stalled.isEnded, "\(ended)")
+        let statistics = await room.server.statistics
+        #expect(statistics.slowReceiversDisconnected == 1)
+        #expect(await room.server.members(of: "load").count == receivers - 1)
+        print("rooms with a stalled receiver: 1 → \(receivers) × \(messages) × 1 KiB in \(elapsed); the stalled one isolated; \(statistics.laggingReceivers) lagging")
+        await room.end()
+    }
+}
+
+/// A relay on a UDP loopback port, `receivers` members with an inbound reliable session each
+/// from one sender (rate cap off), ready to send.
+struct LoadRoom {
+    let server: RelayServer
+    let sender: Conference
+    let outbound: OutboundDataSession
+    let listening: [(Conference, EventLog)]
+    let inbound: [InboundDataSession]
+
+    /// `clientBuffers`: the members' inbound buffer and reliability receive window (nil: defaults).
+    static func start(relay: RelayConfiguration, receivers: Int, clientBuffers: Int? = nil) async throws -> LoadRoom {
         var configuration = ConduitConfiguration()
+        if let clientBuffers { configuration.inboundBufferBytes = clientBuffers }
+        let query = clientBuffers.map { "?receive-window=\($0)" } ?? ""
         configuration.rateLimit = .unlimited
         configuration.queueDelayOn = .seconds(3_600)
         let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
         let secret = try RelaySecret(bytes: Array("udp-load-secret-0123456789abcdef".utf8))
-        let relayConfiguration = Self.soak
-            ? RelayConfiguration()
-            : RelayConfiguration(maxQueuedBytesPerReceiver: 256 * 1024, receiverHighWater: 64 * 1024)
-        let server = RelayServer(authority: RelayTokenAuthority(secret: secret), configuration: relayConfiguration, registry: runtime.registry)
+        let server = RelayServer(authority: RelayTokenAuthority(secret: secret), configuration: relay, registry: runtime.registry)
         let bound = try await server.listen(on: "udp://127.0.0.1:0")
         func join(_ name: String) async throws -> Conference {
             let token = RelayToken(room: "load", peer: PeerID(stringLiteral: name), canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600)
                 .signed(with: secret)
-            return try await runtime.join(relay: "udp://127.0.0.1:\(bound.port!)", room: "load", as: PeerID(stringLiteral: name), token: token)
+            return try await runtime.join(relay: "udp://127.0.0.1:\(bound.port!)\(query)", room: "load", as: PeerID(stringLiteral: name), token: token)
         }
-
         var listening: [(Conference, EventLog)] = []
         for index in 0..<receivers {
             let conference = try await join("receiver\(index)")
@@ -47,36 +114,36 @@ struct RelayBackpressureUDPTests {
             try await log.wait(for: "incoming", limit: .seconds(30)) { if case .dataSessionIncoming(100, nil, .reliableMessage, _) = $0 { true } else { false } }
             inbound.append(try await conference.makeInboundDataSession(streamID: 100, expecting: .reliableMessage))
         }
-        let readers = inbound.map { session in
-            Task { () -> [Int] in
-                var indices: [Int] = []
-                for await event in session.events {
-                    guard case .message(let message) = event else { continue }
-                    indices.append(Int(message.bytes.prefix(8).reduce(0) { $0 << 8 | Int($1) }))
-                    if indices.count == messages { break }
-                }
-                return indices
-            }
-        }
-        for index in 0..<messages {
+        return LoadRoom(server: server, sender: sender, outbound: outbound, listening: listening, inbound: inbound)
+    }
+
+    /// Sends `count` 1 KiB messages numbered in their first 8 bytes, then leaves at once: the
+    /// relay must process the leave after every frame sent before it, and must have acknowledged
+    /// every one (else `leave(timeout:)` throws).
+    func send(_ count: Int) async throws {
+        for index in 0..<count {
             var payload = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 1_024)
             withUnsafeBytes(of: UInt64(index).bigEndian) { payload.replaceSubrange(0..<8, with: $0) }
             try await outbound.send(payload)
         }
-        // Leave at once: the relay must process the leave after every frame sent before it.
-        await outbound.close()
-        await sender.leave()
+        try await outbound.close(timeout: .seconds(120))
+        try await sender.leave(timeout: .seconds(30))
+    }
 
-        for (index, reader) in readers.enumerated() {
-            let indices = try await within("receiver\(index) gets \(messages) messages", limit: .seconds(240)) { await reader.value }
-            let allOnceInOrder = indices == Array(0..<messages)
-            #expect(allOnceInOrder, "receiver\(index): \(indices.count) messages, in order: \(indices == indices.sorted())")
+    /// The message numbers `session` receives, until it has `count`.
+    static func read(_ count: Int, from session: InboundDataSession) -> Task<[Int], Never> {
+        Task {
+            var indices: [Int] = []
+            for await event in session.events {
+                guard case .message(let message) = event else { continue }
+                indices.append(Int(message.bytes.prefix(8).reduce(0) { $0 << 8 | Int($1) }))
+                if indices.count == count { break }
+            }
+            return indices
         }
-        let statistics = await server.statistics
-        #expect(statistics.slowReceiversDisconnected == 0)
-        #expect(statistics.refusals.isEmpty, "refused: \(statistics.refusals)")
-        #expect(await server.members(of: "load").count == receivers)
-        print("rooms under load: 1 → \(receivers) × \(messages) × 1 KiB; sender paused \(statistics.sendersPaused) times, \(statistics.laggingReceivers) lagging")
+    }
+
+    func end() async {
         for (conference, log) in listening {
             log.cancel()
             await conference.leave()
@@ -84,4 +151,3 @@ struct RelayBackpressureUDPTests {
         await server.shutdown()
     }
 }
-
