@@ -314,7 +314,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitReliableTransportTests",
-            dependencies: ["ConduitReliableTransport", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance"],
+            dependencies: ["ConduitReliableTransport", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitTesting",
+                           .product(name: "MetricsTestKit", package: "swift-metrics")],
             swiftSettings: strictSettings
         ),
         .testTarget(

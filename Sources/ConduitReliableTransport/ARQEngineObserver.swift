@@ -14,12 +14,15 @@ import Logging
 /// - `conduit_frames_abandoned_total`: frames given up on (`maxRetransmits`, lifetime).
 /// - `conduit_drops_total` with `kind` `link` and `reason` `duplicate`, `malformed` or
 ///   `over_window`: packets and frames the engine refused on receipt.
+/// - `conduit_frames_unacknowledged_at_close_total`: frames still unacknowledged when the link
+///   closed or ended (also logged at `warning` when nobody above was told of them).
 /// - `conduit_link_rtt_seconds` (gauge): the smoothed round-trip time.
 /// - `conduit_link_bytes_in_flight` (gauge): bytes sent and not yet acknowledged.
 struct ARQEngineObserver {
     var logger: Logger
     private let counters: [Counter]
     private let rtt: Gauge?
+    private let unacknowledgedAtClose: Counter?
     private let inFlight: Gauge?
     private var exported: [Int]
 
@@ -30,6 +33,7 @@ struct ARQEngineObserver {
         self.logger = logger
         guard !(metricsFactory is NOOPMetricsHandler) else {
             counters = []
+            unacknowledgedAtClose = nil
             rtt = nil
             inFlight = nil
             exported = []
@@ -45,6 +49,7 @@ struct ARQEngineObserver {
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "malformed")], factory: metricsFactory),
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "over_window")], factory: metricsFactory),
         ]
+        unacknowledgedAtClose = Counter(label: "conduit_frames_unacknowledged_at_close_total", dimensions: dimensions, factory: metricsFactory)
         rtt = Gauge(label: "conduit_link_rtt_seconds", dimensions: dimensions, factory: metricsFactory)
         inFlight = Gauge(label: "conduit_link_bytes_in_flight", dimensions: dimensions, factory: metricsFactory)
         exported = Array(repeating: 0, count: counters.count)
@@ -85,5 +90,17 @@ struct ARQEngineObserver {
         ]
         // At debug either way: the call above logs its own end, with its reason, at info.
         logger.debug(reason == nil ? "reliable link closed" : "reliable link ended", metadata: metadata)
+    }
+
+    /// Frames the link held unacknowledged when it closed or ended: counted, and logged at
+    /// `warning` unless a flush had already told the app (`told`), so none is lost unseen.
+    func framesUnacknowledgedAtEnd(_ frames: Int, told: Bool) {
+        guard frames > 0 else { return }
+        unacknowledgedAtClose?.increment(by: Int64(frames))
+        guard !told else { return }
+        logger.warning(
+            "reliable link ended with frames the peer never acknowledged (flush, or close, hang up or leave with a timeout, to be told)",
+            metadata: ["conduit.framesUnacknowledged": "\(frames)"]
+        )
     }
 }

@@ -127,6 +127,10 @@ public actor ReliableTransportLink: TransportLink {
 
     private func now() -> ConduitInstant { clock.now() }
 
+    /// Frames written that the peer had not acknowledged when the link closed or ended (0 while
+    /// it is open): counted in metrics and logged, never dropped unseen.
+    public private(set) var framesUnacknowledgedAtEnd = 0
+
     /// The engine's counters and congestion state.
     public var statistics: ARQEngine.Statistics { engine.statistics }
 
@@ -289,6 +293,8 @@ public actor ReliableTransportLink: TransportLink {
         let endedByPeer = innerEnded
         timer.cancel()
         wakeSink.finish()
+        framesUnacknowledgedAtEnd = engine.framesOutstanding
+        observer.framesUnacknowledgedAtEnd(framesUnacknowledgedAtEnd, told: gaveUpOnAcknowledgement)
         await inner.close()
         observer.export(engine.statistics)
         if !endedByPeer { observer.logEnd(engine.statistics, reason: nil) }
@@ -371,7 +377,11 @@ public actor ReliableTransportLink: TransportLink {
     private func endInner(_ reason: String) {
         guard !innerEnded else { return }
         innerEnded = true
-        if !isClosed { closeReason = reason }
+        if !isClosed {
+            closeReason = reason
+            framesUnacknowledgedAtEnd = engine.framesOutstanding
+            observer.framesUnacknowledgedAtEnd(framesUnacknowledgedAtEnd, told: gaveUpOnAcknowledgement)
+        }
         observer.export(engine.statistics)
         if !isClosed { observer.logEnd(engine.statistics, reason: reason) }
         timer.cancel()

@@ -9,8 +9,9 @@ import Testing
 /// 127.0.0.1: the relay slows the sender rather than disconnect receivers, and the sender's
 /// leave right after its last send overtakes none of its data. The relay's queues are kept
 /// small here so a relay without backpressure would cut every receiver off within the first
-/// few hundred messages. CONDUIT_SOAK=1 runs the 20 receivers × 10,000 messages.
-@Suite("Rooms under load over UDP", .timeLimit(.minutes(5)))
+/// few hundred messages. CONDUIT_SOAK=1 runs the 20 receivers × 10,000 messages. The tests
+/// run one at a time: two such rooms at once would measure the machine, not the relay.
+@Suite("Rooms under load over UDP", .serialized, .timeLimit(.minutes(5)))
 struct RelayBackpressureUDPTests {
     static let soak = ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1"
 
