@@ -97,4 +97,10 @@ public final class Call: Sendable {
 
     /// Counters of what was sent, delivered, refused and dropped.
     public var statistics: CallStatistics { get async { await engine.statistics } }
+
+    /// What the transport measures of the path now: smoothed, minimum and variation of the RTT,
+    /// congestion window, bytes in flight, pacing rate, packets sent, lost, retransmitted and
+    /// duplicated, the MTU. Nil over an in-process link; partly nil where the transport does not
+    /// measure a figure (see ``LinkStatistics``).
+    public var linkStatistics: LinkStatistics? { get async { await engine.linkStatistics() } }
 }

@@ -197,6 +197,8 @@ public final class Conference: Sendable {
     public var isEnded: Bool { get async { await engine.isEnded } }
     /// Counters of what this side received, delivered, sent and dropped in the room.
     public var statistics: ConferenceStatistics { get async { await engine.statistics } }
+    /// What the transport measures of the path to the relay now (see `Call.linkStatistics`).
+    public var linkStatistics: LinkStatistics? { get async { await engine.linkStatistics() } }
 }
 
 extension ConduitRuntime {

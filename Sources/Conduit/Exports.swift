@@ -32,6 +32,8 @@
 @_exported public import protocol ConduitCore.TransportLink
 @_exported public import protocol ConduitCore.TransportListener
 @_exported public import struct ConduitCore.TransportCapabilities
+@_exported public import struct ConduitCore.LinkStatistics
+@_exported public import struct ConduitCore.LinkAcknowledgement
 // Rooms: members, tracks, labeled channels, reasons.
 @_exported public import enum ConduitRooms.RelayDisconnectReason
 @_exported public import enum ConduitRooms.RelayRefusal

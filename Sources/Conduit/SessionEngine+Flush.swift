@@ -89,6 +89,9 @@ extension SessionEngine {
 
     func resumeRoundWaiters() { sessions.resumeRoundWaiters() }
 
+    /// What the link under the engine measures of its path now.
+    func linkStatistics() async -> LinkStatistics? { await driver.link.linkStatistics() }
+
     /// The distinct messages among the heads of unacknowledged frames of one session's channel:
     /// its data frames (after the engine's ``dataFramePrefix``), by message ID.
     static func messages(in heads: [[UInt8]]) -> Int {

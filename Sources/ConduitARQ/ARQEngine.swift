@@ -322,6 +322,8 @@ public struct ARQEngine: Sendable {
     public var bytesInFlight: Int { congestion.bytesInFlight }
     /// The smoothed round-trip time.
     public var smoothedRtt: Duration { rtt.smoothed }
+    /// Bytes per second the pacer releases at (1.25 congestion windows per smoothed RTT).
+    public var pacingRateBytesPerSecond: Int { Int(pacingRate * 1e9) }
     /// The number the next packet will carry.
     public var nextPacketNumberToSend: UInt64 { nextPacketNumber }
     /// Unacknowledged ack-eliciting packets tracked.

@@ -134,6 +134,18 @@ public actor ReliableTransportLink: TransportLink {
     /// The engine's counters and congestion state.
     public var statistics: ARQEngine.Statistics { engine.statistics }
 
+    /// The engine's view of the path: RTT, congestion window, pacing, losses, packet size.
+    public func linkStatistics() -> LinkStatistics? {
+        let counts = engine.statistics
+        return LinkStatistics(
+            smoothedRTT: counts.smoothedRtt, minimumRTT: counts.minRtt, rttVariation: counts.rttVariation,
+            congestionWindow: counts.congestionWindow, bytesInFlight: counts.bytesInFlight, pacingRate: engine.pacingRateBytesPerSecond,
+            packetsSent: counts.packetsSent, packetsReceived: counts.packetsReceived, packetsLost: counts.packetsLost,
+            packetsRetransmitted: counts.packetsRetransmitted, duplicatesReceived: counts.duplicatePacketsSuppressed,
+            mtu: configuration.maxDatagramSize
+        )
+    }
+
     // MARK: TransportLink
 
     /// Hands the batch's frames to the engine, which sends, retransmits and paces them. Suspends while the send window is full; throws `connectionClosed` once the link closed or the peer went idle.

@@ -38,6 +38,14 @@ struct FlushOverSocketsTests {
         let messages: [[UInt8]] = (0..<60).map { index in (0..<500).map { UInt8(truncatingIfNeeded: index &* 7 &+ $0) } }
         for index in 0..<50 { try await outbound.send(messages[index], timestamp: UInt64(index)) }
         try await outbound.flush(timeout: .seconds(30))
+        // What the transport measured meanwhile: our engine all of it, usrsctp its packets.
+        let path = try #require(await call.caller.linkStatistics)
+        #expect(path.packetsSent > 0 && path.packetsReceived > 0 && path.mtu > 0)
+        if scheme == "udp" {
+            #expect(path.smoothedRTT.map { $0 > .zero } == true && path.minimumRTT != nil)
+            #expect(path.congestionWindow.map { $0 > 0 } == true && path.pacingRate.map { $0 > 0 } == true)
+            #expect(path.packetsLost != nil && path.packetsRetransmitted != nil)
+        }
 
         await call.proxy.setPartitioned(true)
         for index in 50..<60 { try await outbound.send(messages[index], timestamp: UInt64(index)) }

@@ -92,6 +92,7 @@ struct FlushTests {
         for index in 0..<10 { try await outbound.send(Self.payload(index), timestamp: UInt64(index)) }
         try await outbound.flush(timeout: .seconds(10))
         try await outbound.close(timeout: .seconds(10))
+        #expect(await pair.caller.linkStatistics == nil, "an in-process link measures no path")
         #expect(try await readMessages(10, from: inbound).map(\.timestamp) == (0..<10).map { UInt64($0) })
         try await pair.finish()
     }

@@ -52,6 +52,9 @@ public protocol TransportLink: AnyObject, Sendable {
     /// channel when nil), the link ends, or `timeout` passes, and says what is still not
     /// acknowledged then. Frames written after the call do not count.
     func waitForAcknowledgement(channel: UInt32?, timeout: Duration) async -> LinkAcknowledgement
+    /// What the link measures of its path and traffic now (RTT, window, losses), or nil if it
+    /// measures nothing (an in-process link).
+    func linkStatistics() async -> LinkStatistics?
 }
 
 extension TransportLink {
@@ -61,6 +64,9 @@ extension TransportLink {
     /// frame written is acknowledged. A link that buffers frames the peer may never get (a
     /// network transport) must implement the wait.
     public func waitForAcknowledgement(channel: UInt32?, timeout: Duration) async -> LinkAcknowledgement { .complete }
+
+    /// Nothing measured: an in-process link has no path to measure.
+    public func linkStatistics() async -> LinkStatistics? { nil }
 }
 
 /// Accepts links on one address.

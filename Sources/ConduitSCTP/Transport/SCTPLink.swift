@@ -119,6 +119,13 @@ public final class SCTPLink: TransportLink {
         }
     }
 
+    /// usrsctp's view of the path as a ``LinkStatistics``: packets and the path MTU (usrsctp keeps
+    /// its RTT, window and losses to itself here).
+    public func linkStatistics() async -> LinkStatistics? {
+        let counts = await statistics()
+        return LinkStatistics(packetsSent: counts.packetsSent, packetsReceived: counts.packetsReceived, mtu: capabilities.mtu)
+    }
+
     /// Counts for this link's association.
     public func statistics() async -> SCTPAssociationStatistics {
         let connection = self.connection
