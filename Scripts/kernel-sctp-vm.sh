@@ -4,7 +4,7 @@
 #
 #   bash Scripts/kernel-sctp-vm.sh [--skip-build] [--tcg] [--filter REGEX]
 #
-# It installs what is missing (qemu-system-x86, busybox-static, kmod), downloads (not installs) Debian's
+# It installs what is missing (qemu-system-x86, busybox-static, kmod, cpio), downloads (not installs) Debian's
 # linux-image package and unpacks it under .build/kernel-sctp-vm, builds the test bundle on the host
 # (every trait) unless --skip-build, and packs an initramfs: busybox, the test bundle with every
 # shared library `ldd` names (the Swift runtime included), the `sctp` module and its dependencies
@@ -35,21 +35,20 @@ work=.build/kernel-sctp-vm
 mkdir -p "$work"
 
 # 1. Packages: qemu and busybox installed; the kernel package only downloaded and unpacked.
-packages=(qemu-system-x86 busybox-static kmod)  # kmod: depmod, for the modules sctp needs
+packages=(qemu-system-x86 busybox-static kmod cpio)  # kmod: depmod, for the modules sctp needs
+as_root=(); [ "$(id -u)" = 0 ] || as_root=(sudo)
 missing=()
 for package in "${packages[@]}"; do
-    [ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" = "install ok installed" ] || missing+=("$package")
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "kernel-sctp-vm: installing ${missing[*]}"
-    if [ "$(id -u)" = 0 ]; then sudo=(); else sudo=(sudo); fi
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 kernel_package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-if [ -z "$kernel_package" ]; then
-    apt-get update -qq
+if [ -z "$kernel_package" ]; then  # a machine whose package lists were never fetched
+    "${as_root[@]}" apt-get update -qq
     kernel_package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
 fi
 kernel_root="$work/$kernel_package"
@@ -101,7 +100,7 @@ echo "kernel-sctp-vm: initramfs ready in $(since "$phase") s ($(du -m "$work/ini
 kernel_image="$kernel_root/boot/vmlinuz-$kernel_version"
 boot() { # accel -> 0 with a result line, 1 without, 3 when the kernel never came up (KVM)
     local accel=$1 log="$work/console-$1.log" machine boot_limit limit
-    if [ "$accel" = kvm ]; then machine=(-accel kvm -cpu host,-arch-capabilities); boot_limit=60; limit=600
+    if [ "$accel" = kvm ]; then machine=(-accel kvm -cpu host,-arch-capabilities); boot_limit=30; limit=600
     else machine=(-accel tcg -cpu max); boot_limit=600; limit=2400; fi
     : > "$log"
     local boot_start; boot_start=$(now)

@@ -13,7 +13,8 @@ import Testing
     .enabled(if: KernelSCTPAvailability.shouldRun, KernelSCTPAvailability.skipNote)
 )
 struct KernelSCTPConformanceTests {
-    @Test(.timeLimit(.minutes(1)), arguments: ConformanceSuite.Case.allCases)
+    // Three minutes, not one: the guest may run under software emulation (TCG), several times slower.
+    @Test(.timeLimit(.minutes(3)), arguments: ConformanceSuite.Case.allCases)
     func conforms(_ testCase: ConformanceSuite.Case) async throws {
         let suite = ConformanceSuite(
             transport: KernelSCTPTransport(connectTimeout: .seconds(5)),
@@ -24,7 +25,7 @@ struct KernelSCTPConformanceTests {
     }
 
     /// The same over IPv6 loopback, where the guest has it: one call, every session type.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func callOverIPv6Loopback() async throws {
         let suite = ConformanceSuite(
             transport: KernelSCTPTransport(connectTimeout: .seconds(5)),

@@ -15,7 +15,7 @@ import Testing
         Scripts/kernel-sctp-vm.sh to run it in a qemu guest that has both
         """),
     .serialized,
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct KernelSCTPOverUDPInteropTests {
     /// The SCTP port sctp+udp:// uses at both ends unless told otherwise.
