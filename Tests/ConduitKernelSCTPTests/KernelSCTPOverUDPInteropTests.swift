@@ -61,6 +61,8 @@ struct KernelSCTPOverUDPInteropTests {
         #expect(echoes == sent)
         let statistics = await association.statistics()
         #expect(statistics.droppedChecksum == 0)
+        // Every SCTP message counts, the DCEP one (OPEN or ACK) too: nothing arrived twice.
+        #expect(statistics.messagesReceived == Self.messages.count + 1)
         await association.close()
         await listener.close()
     }
@@ -95,6 +97,8 @@ struct KernelSCTPOverUDPInteropTests {
         #expect(echoes == Self.messages)
         let statistics = await association.statistics()
         #expect(statistics.droppedChecksum == 0)
+        // Every SCTP message counts, the DCEP one (OPEN or ACK) too: nothing arrived twice.
+        #expect(statistics.messagesReceived == Self.messages.count + 1)
         await association.close()
     }
 }
