@@ -353,9 +353,14 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // A test-only kernel SCTP peer in C (its <linux/sctp.h> clashes with usrsctp.h in one module).
+        .target(name: "CKernelSCTPTestPeer"),
         .testTarget(
             name: "ConduitKernelSCTPTests",
-            dependencies: ["ConduitLogCapture", "ConduitKernelSCTP", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ConduitLogCapture", "ConduitKernelSCTP", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", .product(name: "Logging", package: "swift-log"),
+                // The conformance suite over sctp://, and kernel SCTP over UDP against sctp+udp://
+                // (run for real in a qemu guest by Scripts/kernel-sctp-vm.sh).
+                "ConduitConformance", "ConduitSCTP", "CKernelSCTPTestPeer"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -42,8 +42,12 @@ public final class KernelSCTPLink: TransportLink {
         return UInt16(1 + channel % UInt32(streams - 1))
     }
 
-    /// Sends each datagram of the batch as one SCTP message on its session's stream, with the session type's ordering and partial reliability. Suspends while the socket's send buffer is full; throws `connectionClosed` once the association is gone.
+    /// Sends each datagram of the batch as one SCTP message on its session's stream, with the session type's ordering and partial reliability. Suspends while the socket's send buffer is full; throws `protocolViolation` (sending nothing) when a datagram is over `maxDatagramSize`, `connectionClosed` once the association is gone.
     public func write(_ batch: DatagramBatch) async throws(ConduitError) {
+        // The peer reads at most maxMessage bytes and skips a longer message whole: refuse it here.
+        for index in 0..<batch.count where batch.range(of: index).count > Self.maxMessage {
+            throw ConduitError(.protocolViolation, "a \(batch.range(of: index).count)-byte datagram exceeds this SCTP link's limit of \(Self.maxMessage)")
+        }
         for index in 0..<batch.count {
             let tag = batch.tag(at: index)
             let stream = Self.stream(for: tag.channel, streams: streams)

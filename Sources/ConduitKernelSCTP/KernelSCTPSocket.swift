@@ -181,31 +181,23 @@ final class KernelSCTPSocket: Sendable {
     }
 
     /// Sends one frame as one SCTP user message on `stream` with `delivery` (RFC 6458 section
-    /// 9.12, sctp_sendv with SCTP_SNDINFO and, for partial reliability, SCTP_PRINFO).
+    /// 5.3: SCTP_SNDINFO and, for partial reliability, SCTP_PRINFO; see `conduit_sctp_send`).
     func send(_ frame: [UInt8], stream: UInt16, delivery: Reliability) async throws(ConduitError) {
-        var info = sctp_sendv_spa()
-        info.sendv_flags = UInt32(SCTP_SEND_SNDINFO_VALID)
-        info.sendv_sndinfo.snd_sid = stream
-        info.sendv_sndinfo.snd_flags = delivery.ordered ? 0 : UInt16(SCTP_UNORDERED.rawValue)
+        let flags = delivery.ordered ? 0 : UInt16(SCTP_UNORDERED.rawValue)
+        var policy = UInt16(SCTP_PR_SCTP_NONE)
+        var value: UInt32 = 0
         switch delivery.limit {
         case .none:
             break
         case .maxRetransmits(let count):
-            info.sendv_flags |= UInt32(SCTP_SEND_PRINFO_VALID)
-            info.sendv_prinfo.pr_policy = UInt16(SCTP_PR_SCTP_RTX)
-            info.sendv_prinfo.pr_value = UInt32(count)
+            policy = UInt16(SCTP_PR_SCTP_RTX)
+            value = UInt32(count)
         case .maxPacketLifeTime(let milliseconds):
-            info.sendv_flags |= UInt32(SCTP_SEND_PRINFO_VALID)
-            info.sendv_prinfo.pr_policy = UInt16(SCTP_PR_SCTP_TTL)
-            info.sendv_prinfo.pr_value = milliseconds
+            policy = UInt16(SCTP_PR_SCTP_TTL)
+            value = milliseconds
         }
         while true {
-            let sent = frame.withUnsafeBytes { bytes in
-                var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
-                return sctp_sendv(
-                    descriptor, &vector, 1, nil, 0, &info, socklen_t(MemoryLayout<sctp_sendv_spa>.size),
-                    UInt32(SCTP_SENDV_SPA), Int32(MSG_NOSIGNAL))
-            }
+            let sent = frame.withUnsafeBytes { conduit_sctp_send(descriptor, $0.baseAddress, $0.count, stream, flags, policy, value) }
             if sent >= 0 { return }
             guard errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR, !isEnded else {
                 throw ConduitError(.connectionClosed, "SCTP send failed: \(String(cString: strerror(errno)))")

@@ -17,7 +17,8 @@ import Glibc
 ///
 /// Where the kernel has no SCTP (no `sctp` module, as on our CI machines and in most containers),
 /// `connect` and `listen` throw `ConduitError.Code.unsupportedByTransport` saying so and pointing
-/// to `sctp+udp://`. Only that path is tested here; the socket path is untested on these machines.
+/// to `sctp+udp://`. That path is tested on such machines; the socket path runs (the conformance
+/// suite) in a qemu guest with Debian's kernel: `Scripts/kernel-sctp-vm.sh`.
 ///
 /// Silent by default; given a `Logger` it logs listeners and associations, and why the kernel
 /// refused them, at `debug` (metadata `conduit.transport` = `sctp`, `conduit.remote`).
