@@ -33,14 +33,22 @@ public final class PionDataChannelPeer: Sendable {
         public var size = 64
         public var echo = false
         public var expectEcho = true
+        /// The stream ID this side opens its channel on (nil: by role, even for the client, odd for the server).
+        public var streamID: Int?
+        /// Abort the association (an SCTP ABORT) after sending this many messages, once an echo
+        /// came back (nil: never).
+        public var abortAfter: Int?
         /// The program's own hard limit; the harness kills it a little after that.
         public var timeoutSeconds = 20
 
         public init(
             role: Role, remote: String? = nil, label: String? = nil, protocol: String? = nil,
             ordered: Bool = true, maxRetransmits: Int? = nil, maxLifetimeMilliseconds: Int? = nil,
-            count: Int = 10, size: Int = 64, echo: Bool = false, expectEcho: Bool = true, timeoutSeconds: Int = 20
+            count: Int = 10, size: Int = 64, echo: Bool = false, expectEcho: Bool = true, timeoutSeconds: Int = 20,
+            streamID: Int? = nil, abortAfter: Int? = nil
         ) {
+            self.streamID = streamID
+            self.abortAfter = abortAfter
             self.role = role
             self.remote = remote
             self.label = label
@@ -71,6 +79,8 @@ public final class PionDataChannelPeer: Sendable {
             out += ["-count", String(count), "-size", String(size)]
             if echo { out.append("-echo") }
             out.append("-expect-echo=\(expectEcho)")
+            if let streamID { out += ["-stream", String(streamID)] }
+            if let abortAfter { out += ["-abort-after", String(abortAfter)] }
             return out
         }
     }
@@ -94,6 +104,8 @@ public final class PionDataChannelPeer: Sendable {
         public var mismatches: Int
         public var strings: Int
         public var binaries: Int
+        /// The program aborted the association itself (`-abort-after`).
+        public var aborted: Bool?
         public var error: String?
     }
 

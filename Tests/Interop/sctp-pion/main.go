@@ -16,6 +16,12 @@
 //	-echo                 echo every message on every channel the peer opens (same type)
 //	-expect-echo=BOOL     the peer echoes what this side sends (default true): check every echo
 //	-timeout S            hard limit on the whole run in seconds (default 20)
+//	-stream N             the stream ID this side opens its channel on (default -1: by role, even
+//	                      for the client, odd for the server; without DTLS any parity is allowed)
+//	-abort-after N        after sending N messages and seeing an echo come back, abort the
+//	                      association (ABORT chunk with a user-initiated cause, RFC 9260 section
+//	                      9.1) instead of finishing; the run then ends at once and succeeds if the
+//	                      association came up (default -1: off)
 //
 // The server prints `READY 127.0.0.1:PORT` on stdout once its socket is bound, learns its peer from
 // the first datagram and accepts every channel the peer opens (DCEP, RFC 8832 section 6). Messages
@@ -70,6 +76,7 @@ type options struct {
 	ordered, echo, expectEcho            bool
 	maxRetransmits, maxLifetimeMs        int
 	count, size                          int
+	stream, abortAfter                   int
 	timeout                              float64
 }
 
@@ -88,6 +95,7 @@ type report struct {
 	Mismatches int           `json:"mismatches"`
 	Strings    int           `json:"strings"`
 	Binaries   int           `json:"binaries"`
+	Aborted    bool          `json:"aborted"`
 	Error      string        `json:"error,omitempty"`
 }
 
@@ -278,6 +286,25 @@ func openAndSend(association *sctp.Association, o options, streamID uint16) erro
 		<-acked
 	}
 	for index := 0; index < o.count; index++ {
+		if index == o.abortAfter {
+			// Mid-transfer: once an echo has come back (so the peer has surely accepted the
+			// channel), with the rest still in flight both ways. The peer must see a typed end,
+			// not silence. (Not more echoes: readOwnChannel stalls after 64 unread ones.)
+			for {
+				mu.Lock()
+				verified := stats.Verified
+				mu.Unlock()
+				if verified > 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			mu.Lock()
+			stats.Aborted = true
+			mu.Unlock()
+			association.Abort("sctp-pion: abort requested by -abort-after")
+			finish(nil)
+		}
 		for dc.BufferedAmount() > maxBuffered {
 			time.Sleep(time.Millisecond)
 		}
@@ -394,6 +421,8 @@ func parse() options {
 	flag.BoolVar(&o.echo, "echo", false, "echo messages on channels the peer opens")
 	flag.BoolVar(&o.expectEcho, "expect-echo", true, "check that the peer echoes what we send")
 	flag.Float64Var(&o.timeout, "timeout", 20, "hard limit in seconds")
+	flag.IntVar(&o.stream, "stream", -1, "stream ID of the channel this side opens (-1: by role)")
+	flag.IntVar(&o.abortAfter, "abort-after", -1, "abort the association after sending N messages")
 	flag.Parse()
 	return o
 }
@@ -407,6 +436,8 @@ func main() {
 		finish(errors.New("a client needs -remote"))
 	case o.size < 0 || o.size > maxMessage || o.count < 0:
 		finish(fmt.Errorf("-size must be 0...%d and -count at least 0", maxMessage))
+	case o.stream < -1 || o.stream > 65534:
+		finish(errors.New("-stream must be -1 or 0...65534"))
 	case o.timeout <= 0 || o.timeout > 600:
 		finish(errors.New("-timeout must be in (0, 600] seconds"))
 	}
@@ -476,6 +507,9 @@ func main() {
 		streamID := uint16(0)
 		if o.role == "server" {
 			streamID = 1
+		}
+		if o.stream >= 0 {
+			streamID = uint16(o.stream)
 		}
 		if err := openAndSend(association, o, streamID); err != nil {
 			finish(err)
