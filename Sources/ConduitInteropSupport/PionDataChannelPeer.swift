@@ -35,6 +35,8 @@ public final class PionDataChannelPeer: Sendable {
         public var expectEcho = true
         /// The stream ID this side opens its channel on (nil: by role, even for the client, odd for the server).
         public var streamID: Int?
+        /// Open this side's channel only once the peer has opened one.
+        public var openAfterAccept = false
         /// Abort the association (an SCTP ABORT) after sending this many messages, once an echo
         /// came back (nil: never).
         public var abortAfter: Int?
@@ -81,6 +83,7 @@ public final class PionDataChannelPeer: Sendable {
             out.append("-expect-echo=\(expectEcho)")
             if let streamID { out += ["-stream", String(streamID)] }
             if let abortAfter { out += ["-abort-after", String(abortAfter)] }
+            if openAfterAccept { out.append("-open-after-accept") }
             return out
         }
     }

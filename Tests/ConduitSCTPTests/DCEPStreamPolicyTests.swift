@@ -62,7 +62,8 @@ struct DCEPStreamPolicyTests {
         #expect(Self.answer([0x02], .openedLocally(acked: true)) == .ignore(.strayAck))
         #expect(Self.answer([0x02], .openedByPeer) == .ignore(.strayAck))
         #expect(Self.answer([0x02], .unused) == .ignore(.strayAck))
-        #expect(Self.answer([0x02, 0x00], .openedLocally(acked: false)) == .ignore(.strayAck))
+        #expect(Self.answer([0x02, 0x00, 0x00, 0x00], .openedLocally(acked: false)) == .acknowledged)
+        #expect(Self.answer([0x02, 0x07], .openedLocally(acked: false)) == .ignore(.strayAck))
     }
 
     @Test("user messages: known PPIDs delivered, unsupported ones close the channel, none without a channel")

@@ -130,6 +130,7 @@ extension SCTPConnection {
         guard var record = channels[id], !record.closing else { return }
         if let reason {
             record.closedBecause = reason
+            record.handle?.closedBecause.withLock { $0 = reason }
             logger.notice("data channel closed", metadata: ["conduit.remote": "\(remoteDescription)", "conduit.stream": "\(id)", "conduit.reason": "\(reason)"])
         }
         record.closing = true

@@ -214,7 +214,7 @@ final class SCTPConnection: @unchecked Sendable {
                 return
             }
             guard error == EAGAIN || error == EWOULDBLOCK else {
-                promise?.fail(SCTPErrors.system("sending to \(remoteDescription) failed", error))
+                promise?.fail(sendFailure(error))
                 return
             }
         }
@@ -245,9 +245,16 @@ final class SCTPConnection: @unchecked Sendable {
                 statistics.messagesSent += 1
                 next.promise?.succeed()
             } else {
-                next.promise?.fail(SCTPErrors.system("sending to \(remoteDescription) failed", error))
+                next.promise?.fail(sendFailure(error))
             }
         }
+    }
+
+    /// A send refused by usrsctp. When the association is gone (the peer's ABORT, say), the
+    /// notification saying why is still unread: read it first, so the error carries the reason.
+    private func sendFailure(_ error: Int32) -> ConduitError {
+        if state != .closed { readAvailable() }
+        return state == .closed ? closedError : SCTPErrors.system("sending to \(remoteDescription) failed", error)
     }
 
     /// What operations on the ended association throw: its end, with the reason.

@@ -18,6 +18,8 @@
 //	-timeout S            hard limit on the whole run in seconds (default 20)
 //	-stream N             the stream ID this side opens its channel on (default -1: by role, even
 //	                      for the client, odd for the server; without DTLS any parity is allowed)
+//	-open-after-accept    open this side's channel only once the peer has opened one (with -stream
+//	                      set to the peer's stream: an OPEN on a stream in use, RFC 8832 section 6)
 //	-abort-after N        after sending N messages and seeing an echo come back, abort the
 //	                      association (ABORT chunk with a user-initiated cause, RFC 9260 section
 //	                      9.1) instead of finishing; the run then ends at once and succeeds if the
@@ -74,6 +76,7 @@ const maxBuffered = 1 << 20
 type options struct {
 	role, local, remote, label, protocol string
 	ordered, echo, expectEcho            bool
+	openAfterAccept                      bool
 	maxRetransmits, maxLifetimeMs        int
 	count, size                          int
 	stream, abortAfter                   int
@@ -423,6 +426,7 @@ func parse() options {
 	flag.Float64Var(&o.timeout, "timeout", 20, "hard limit in seconds")
 	flag.IntVar(&o.stream, "stream", -1, "stream ID of the channel this side opens (-1: by role)")
 	flag.IntVar(&o.abortAfter, "abort-after", -1, "abort the association after sending N messages")
+	flag.BoolVar(&o.openAfterAccept, "open-after-accept", false, "open only once the peer opened a channel")
 	flag.Parse()
 	return o
 }
@@ -483,6 +487,8 @@ func main() {
 
 	// Accept every channel the peer opens, for as long as the association lives.
 	associationEnded := make(chan struct{})
+	firstAccepted := make(chan struct{})
+	var firstOnce sync.Once
 	go func() {
 		defer close(associationEnded)
 		var accepted []*datachannel.DataChannel
@@ -495,6 +501,7 @@ func main() {
 				continue // a new stream that did not start with a valid DCEP open: not a channel
 			}
 			accepted = append(accepted, dc)
+			firstOnce.Do(func() { close(firstAccepted) })
 			mu.Lock()
 			stats.Channels = append(stats.Channels, channelInfo{Label: dc.Config.Label, Protocol: dc.Config.Protocol})
 			mu.Unlock()
@@ -503,6 +510,12 @@ func main() {
 	}()
 
 	opens := o.role == "client" || o.label != ""
+	if opens && o.openAfterAccept {
+		select {
+		case <-firstAccepted:
+		case <-associationEnded:
+		}
+	}
 	if opens {
 		streamID := uint16(0)
 		if o.role == "server" {
