@@ -1,6 +1,7 @@
 #if SCTP
 import ConduitCore
 import ConduitInteropSupport
+import ConduitLogCapture
 import ConduitSCTP
 import Testing
 
@@ -139,7 +140,8 @@ struct PionSCTPParityTests {
 
     @Test("pion aborts mid-transfer: reads end, sends fail, and the app gets the peer's reason", arguments: [1, 2])
     func pionAborts(stream: Int) async throws {
-        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        let lines = LogCapture()
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"), logger: lines.logger())
         let pion = try await PionDataChannelPeer.start(.init(
             role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "doomed", protocol: "p",
             count: Self.count, size: Self.size, timeoutSeconds: 30, streamID: stream, abortAfter: 200))
@@ -158,6 +160,9 @@ struct PionSCTPParityTests {
         let reason = await association.closeReason()
         #expect(reason == .abortedByPeer(reason: "sctp-pion: abort requested by -abort-after"))
         #expect(reason?.isAbnormal == true)
+        #expect(lines.entries.contains {
+            $0.message == "sctp association ended" && $0.level == .notice && $0.metadata["conduit.reason"]?.contains("aborted by the peer") == true
+        })
         do {
             try await channel.send(.string("too late"))
             Issue.record("a send after the peer's ABORT succeeded")
@@ -172,6 +177,24 @@ struct PionSCTPParityTests {
         }
         await association.close()
         await listener.close()
+    }
+
+    @Test("a standard peer at a listener for Conduit callers only is refused with a logged reason, not silently")
+    func standardPeerRefusedAtConduitListener() async throws {
+        let lines = LogCapture()
+        let listener = try await SCTPTransport(logger: lines.logger()).listenSCTP(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        let accepting = Task { try? await listener.accept() }
+        let pion = try await PionDataChannelPeer.start(.init(
+            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "not-conduit", protocol: "p",
+            count: 10, size: 10, timeoutSeconds: 20, streamID: 1))
+        defer { pion.kill() }
+        // pion's association ends when we refuse it; its run then fails (no echoes), as it should.
+        let outcome = try await pion.finish()
+        #expect(outcome.report.verified == 0)
+        let refused = lines.entries.filter { $0.message == "sctp association ended" && $0.level == .notice }
+        #expect(refused.count == 1 && refused.first?.metadata["conduit.reason"]?.contains("refused: a standard data-channel peer") == true, "\(refused)")
+        await listener.close()
+        accepting.cancel()
     }
 }
 #endif
