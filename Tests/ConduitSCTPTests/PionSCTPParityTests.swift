@@ -138,6 +138,52 @@ struct PionSCTPParityTests {
         await association.close()
     }
 
+    @Test("an unknown DCEP message type on pion's channel is ignored and counted: 500 messages still echoed exactly once")
+    func unknownDCEPTypeIsIgnored() async throws {
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        var options = PionDataChannelPeer.Options(
+            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "odd-dcep", protocol: "p",
+            count: Self.count, size: Self.size, timeoutSeconds: 40, streamID: 1)
+        options.inject = "dcep-unknown"
+        let pion = try await PionDataChannelPeer.start(options)
+        defer { pion.kill() }
+        let association = try #require(await listener.accept())
+        let channel = try #require(await association.acceptChannel())
+        let (received, sendError) = await Self.echo(channel, limit: Self.count)
+        #expect(sendError == nil)
+        Self.checkExactlyOnceInOrder(received, try await pion.finish())
+        let statistics = await association.statistics()
+        #expect(statistics.droppedDCEP == 1 && statistics.opensRefused == 0 && statistics.channelsClosed == 0)
+        await association.close()
+        await listener.close()
+    }
+
+    @Test("a message with an unknown PPID closes that channel only (RFC 8831 section 6.6), with the reason")
+    func unknownPPIDClosesTheChannel() async throws {
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
+        var options = PionDataChannelPeer.Options(
+            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "bad-ppid", protocol: "p",
+            count: 20, size: Self.size, timeoutSeconds: 20, streamID: 1)
+        options.inject = "ppid-unknown"
+        let pion = try await PionDataChannelPeer.start(options)
+        defer { pion.kill() }
+        let association = try #require(await listener.accept())
+        let channel = try #require(await association.acceptChannel())
+        // The PPID-99 message came right after the OPEN: the channel closes before any message.
+        #expect(await channel.receive() == nil)
+        do {
+            try await channel.send(.string("echo"))
+            Issue.record("a send on the closed channel succeeded")
+        } catch {
+            #expect(error.code == .sessionClosed && error.message.contains("PPID 99"), "\(error)")
+        }
+        let statistics = await association.statistics()
+        #expect(statistics.droppedPPID == 1)
+        #expect(await association.closeReason() == nil, "the association outlives the channel")
+        await association.close()
+        await listener.close()
+    }
+
     @Test("pion aborts mid-transfer: reads end, sends fail, and the app gets the peer's reason", arguments: [1, 2])
     func pionAborts(stream: Int) async throws {
         let lines = LogCapture()

@@ -3,7 +3,8 @@
 // interoperability tests. It runs SCTP directly over plain UDP, without DTLS or ICE: every UDP
 // payload is one SCTP packet (RFC 6951 framing), SCTP port 5000 on both ends. Loopback only.
 //
-// Build in GOPATH mode: GO111MODULE=off GOPATH=/usr/share/gocode go run ./Tests/Interop/sctp-pion
+// Build in GOPATH mode (the directory: main.go and support.go):
+// GO111MODULE=off GOPATH=/usr/share/gocode go run ./Tests/Interop/sctp-pion
 //
 //	-role server|client   server binds -local and waits; client dials -remote
 //	-local ADDR           where to bind (default 127.0.0.1:0, an ephemeral port)
@@ -20,6 +21,9 @@
 //	                      for the client, odd for the server; without DTLS any parity is allowed)
 //	-open-after-accept    open this side's channel only once the peer has opened one (with -stream
 //	                      set to the peer's stream: an OPEN on a stream in use, RFC 8832 section 6)
+//	-inject KIND          right after this side's OPEN, send one message data channels do not
+//	                      define on the same stream: dcep-unknown (PPID 50, message type 0x09) or
+//	                      ppid-unknown (PPID 99); then the messages as usual
 //	-abort-after N        after sending N messages and seeing an echo come back, abort the
 //	                      association (ABORT chunk with a user-initiated cause, RFC 9260 section
 //	                      9.1) instead of finishing; the run then ends at once and succeeds if the
@@ -53,13 +57,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pion/datachannel"
@@ -75,6 +77,7 @@ const maxBuffered = 1 << 20
 
 type options struct {
 	role, local, remote, label, protocol string
+	inject                               string
 	ordered, echo, expectEcho            bool
 	openAfterAccept                      bool
 	maxRetransmits, maxLifetimeMs        int
@@ -136,93 +139,6 @@ func finish(failure error) {
 	select {} // another goroutine is exiting
 }
 
-// udpConn is the net.Conn pion reads and writes: one peer on an unconnected UDP socket. Datagrams
-// from anyone else are dropped, and ICMP errors (ECONNREFUSED while the server is not up yet) are
-// not fatal, so INIT is simply retransmitted (RFC 9260 section 5.1, T1-init).
-type udpConn struct {
-	*net.UDPConn
-	peerMu sync.Mutex
-	peer   *net.UDPAddr
-}
-
-func (c *udpConn) currentPeer() *net.UDPAddr {
-	c.peerMu.Lock()
-	defer c.peerMu.Unlock()
-	return c.peer
-}
-
-func (c *udpConn) Read(p []byte) (int, error) {
-	for {
-		n, from, err := c.UDPConn.ReadFromUDP(p)
-		if err != nil {
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				continue
-			}
-			return 0, err
-		}
-		c.peerMu.Lock()
-		if c.peer == nil {
-			c.peer = from // the server learns its peer from the first datagram
-		}
-		same := c.peer.IP.Equal(from.IP) && c.peer.Port == from.Port
-		c.peerMu.Unlock()
-		if same {
-			return n, nil
-		}
-	}
-}
-
-func (c *udpConn) Write(p []byte) (int, error) {
-	peer := c.currentPeer()
-	if peer == nil {
-		return 0, errors.New("no peer yet")
-	}
-	n, err := c.UDPConn.WriteToUDP(p, peer)
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return len(p), nil // a lost packet for SCTP, which retransmits
-	}
-	return n, err
-}
-
-func (c *udpConn) RemoteAddr() net.Addr { return c.currentPeer() }
-
-// message is what this side sends as message index: strings on even indexes, binary on odd ones.
-func message(index, size int) ([]byte, bool) {
-	isString := index%2 == 0
-	out := make([]byte, size)
-	for j := range out {
-		if isString {
-			out[j] = byte('a' + (index+j)%26)
-		} else {
-			out[j] = byte(index*31 + j*7 + 1)
-		}
-	}
-	return out, isString
-}
-
-// channelConfig is the DCEP open of RFC 8832 section 5.1 for the options given.
-func channelConfig(o options) *datachannel.Config {
-	config := &datachannel.Config{
-		Label:         o.label,
-		Protocol:      o.protocol,
-		LoggerFactory: logging.NewDefaultLoggerFactory(),
-	}
-	switch {
-	case o.maxRetransmits >= 0:
-		config.ChannelType = datachannel.ChannelTypePartialReliableRexmit
-		config.ReliabilityParameter = uint32(o.maxRetransmits)
-	case o.maxLifetimeMs >= 0:
-		config.ChannelType = datachannel.ChannelTypePartialReliableTimed
-		config.ReliabilityParameter = uint32(o.maxLifetimeMs)
-	default:
-		config.ChannelType = datachannel.ChannelTypeReliable
-	}
-	if !o.ordered {
-		config.ChannelType |= 0x80 // the unordered bit of the channel type
-	}
-	return config
-}
-
 func countReceived(isString bool) {
 	stats.Received++
 	if isString {
@@ -276,6 +192,16 @@ func openAndSend(association *sctp.Association, o options, streamID uint16) erro
 		stream.SetReliabilityParams(unordered, sctp.ReliabilityTypeTimed, config.ReliabilityParameter)
 	default:
 		stream.SetReliabilityParams(unordered, sctp.ReliabilityTypeReliable, 0)
+	}
+
+	switch o.inject {
+	case "dcep-unknown": // a DCEP message type the registry leaves unassigned (RFC 8832 section 8.2.1)
+		_, err = stream.WriteSCTP([]byte{0x09, 1, 2, 3}, sctp.PayloadTypeWebRTCDCEP)
+	case "ppid-unknown": // a PPID data channels do not use (RFC 8831 section 8)
+		_, err = stream.WriteSCTP([]byte{1, 2, 3}, sctp.PayloadProtocolIdentifier(99))
+	}
+	if err != nil {
+		return err
 	}
 
 	// RFC 8832 section 6.6: until DATA_CHANNEL_ACK arrives the opener sends ordered messages only,
@@ -409,28 +335,6 @@ func readOwnChannel(dc *datachannel.DataChannel, o options, echoes chan<- bool) 
 	}
 }
 
-func parse() options {
-	var o options
-	flag.StringVar(&o.role, "role", "", "server or client")
-	flag.StringVar(&o.local, "local", "127.0.0.1:0", "local UDP address")
-	flag.StringVar(&o.remote, "remote", "", "remote UDP address (client)")
-	flag.StringVar(&o.label, "label", "", "label of the channel this side opens")
-	flag.StringVar(&o.protocol, "protocol", "", "protocol of the channel this side opens")
-	flag.BoolVar(&o.ordered, "ordered", true, "ordered delivery")
-	flag.IntVar(&o.maxRetransmits, "max-retransmits", -1, "partial reliability: retransmissions")
-	flag.IntVar(&o.maxLifetimeMs, "max-lifetime-ms", -1, "partial reliability: lifetime in ms")
-	flag.IntVar(&o.count, "count", 10, "messages to send")
-	flag.IntVar(&o.size, "size", 64, "bytes per message")
-	flag.BoolVar(&o.echo, "echo", false, "echo messages on channels the peer opens")
-	flag.BoolVar(&o.expectEcho, "expect-echo", true, "check that the peer echoes what we send")
-	flag.Float64Var(&o.timeout, "timeout", 20, "hard limit in seconds")
-	flag.IntVar(&o.stream, "stream", -1, "stream ID of the channel this side opens (-1: by role)")
-	flag.IntVar(&o.abortAfter, "abort-after", -1, "abort the association after sending N messages")
-	flag.BoolVar(&o.openAfterAccept, "open-after-accept", false, "open only once the peer opened a channel")
-	flag.Parse()
-	return o
-}
-
 func main() {
 	o := parse()
 	switch {
@@ -440,6 +344,8 @@ func main() {
 		finish(errors.New("a client needs -remote"))
 	case o.size < 0 || o.size > maxMessage || o.count < 0:
 		finish(fmt.Errorf("-size must be 0...%d and -count at least 0", maxMessage))
+	case o.inject != "" && o.inject != "dcep-unknown" && o.inject != "ppid-unknown":
+		finish(errors.New("-inject must be dcep-unknown or ppid-unknown"))
 	case o.stream < -1 || o.stream > 65534:
 		finish(errors.New("-stream must be -1 or 0...65534"))
 	case o.timeout <= 0 || o.timeout > 600:
