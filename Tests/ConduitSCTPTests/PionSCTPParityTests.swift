@@ -3,6 +3,7 @@ import ConduitCore
 import ConduitInteropSupport
 import ConduitLogCapture
 import ConduitSCTP
+import Logging
 import Testing
 
 /// pion opening its channel on a stream of either parity, both ways (pion dialing us, and us
@@ -35,6 +36,33 @@ struct PionSCTPParityTests {
         return (received, nil)
     }
 
+    /// A pion client dialing a new listener of ours, opening "`label`" on `stream` and sending
+    /// `count` messages (options adjusted by `configure`); the association and channel we accepted.
+    /// The caller kills pion and closes the rest.
+    static func pionDialing(
+        label: String, stream: Int, count: Int = count, logger: Logger? = nil, _ configure: (inout PionDataChannelPeer.Options) -> Void = { _ in }
+    ) async throws -> (listener: SCTPAssociationListener, pion: PionDataChannelPeer, association: SCTPAssociation, channel: DataChannel) {
+        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"), logger: logger)
+        var options = PionDataChannelPeer.Options(
+            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: label, protocol: "p",
+            count: count, size: size, timeoutSeconds: 40, streamID: stream)
+        configure(&options)
+        let pion = try await PionDataChannelPeer.start(options)
+        let association = try #require(await listener.accept())
+        let channel = try #require(await association.acceptChannel())
+        return (listener, pion, association, channel)
+    }
+
+    /// A send on `channel` must fail with `code`, its message naming `reason`.
+    static func expectSendRefused(_ channel: DataChannel, _ code: ConduitError.Code, naming reason: String) async {
+        do {
+            try await channel.send(.string("too late"))
+            Issue.record("a send on the ended channel succeeded")
+        } catch {
+            #expect(error.code == code && error.message.contains(reason), "\(error)")
+        }
+    }
+
     static func checkExactlyOnceInOrder(_ received: [DataChannelMessage], _ outcome: PionDataChannelPeer.Outcome) {
         #expect(received == (0..<count).map(pionMessage), "every message once, in order, byte for byte and type for type")
         let report = outcome.report
@@ -45,13 +73,8 @@ struct PionSCTPParityTests {
 
     @Test("pion dials us and opens on stream 1 or 2: 500 messages echoed exactly once, in order", arguments: [1, 2])
     func pionDialsUs(stream: Int) async throws {
-        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
-        let pion = try await PionDataChannelPeer.start(.init(
-            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "parity-\(stream)", protocol: "p",
-            count: Self.count, size: Self.size, timeoutSeconds: 40, streamID: stream))
+        let (listener, pion, association, channel) = try await Self.pionDialing(label: "parity-\(stream)", stream: stream)
         defer { pion.kill() }
-        let association = try #require(await listener.accept())
-        let channel = try #require(await association.acceptChannel())
         #expect(channel.streamID == UInt16(stream) && channel.label == "parity-\(stream)")
         let (received, sendError) = await Self.echo(channel, limit: Self.count)
         #expect(sendError == nil)
@@ -118,12 +141,7 @@ struct PionSCTPParityTests {
         // pion acknowledges our OPEN, then sends its own on the same stream: we refuse it by
         // resetting the stream, which closes our channel; reads end.
         #expect(await first.receive() == nil)
-        do {
-            try await first.send(.string("after the reset"))
-            Issue.record("a send on the refused stream succeeded")
-        } catch {
-            #expect(error.code == .sessionClosed && error.message.contains("refused (streamInUse"), "\(error)")
-        }
+        await Self.expectSendRefused(first, .sessionClosed, naming: "refused (streamInUse")
         let statistics = await association.statistics()
         #expect(statistics.opensRefused == 1 && statistics.channelCollisions == 0)
         #expect(await association.closeReason() == nil, "one refused channel does not end the association")
@@ -140,15 +158,8 @@ struct PionSCTPParityTests {
 
     @Test("an unknown DCEP message type on pion's channel is ignored and counted: 500 messages still echoed exactly once")
     func unknownDCEPTypeIsIgnored() async throws {
-        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
-        var options = PionDataChannelPeer.Options(
-            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "odd-dcep", protocol: "p",
-            count: Self.count, size: Self.size, timeoutSeconds: 40, streamID: 1)
-        options.inject = "dcep-unknown"
-        let pion = try await PionDataChannelPeer.start(options)
+        let (listener, pion, association, channel) = try await Self.pionDialing(label: "odd-dcep", stream: 1) { $0.inject = "dcep-unknown" }
         defer { pion.kill() }
-        let association = try #require(await listener.accept())
-        let channel = try #require(await association.acceptChannel())
         let (received, sendError) = await Self.echo(channel, limit: Self.count)
         #expect(sendError == nil)
         Self.checkExactlyOnceInOrder(received, try await pion.finish())
@@ -160,23 +171,11 @@ struct PionSCTPParityTests {
 
     @Test("a message with an unknown PPID closes that channel only (RFC 8831 section 6.6), with the reason")
     func unknownPPIDClosesTheChannel() async throws {
-        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"))
-        var options = PionDataChannelPeer.Options(
-            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "bad-ppid", protocol: "p",
-            count: 20, size: Self.size, timeoutSeconds: 20, streamID: 1)
-        options.inject = "ppid-unknown"
-        let pion = try await PionDataChannelPeer.start(options)
+        let (listener, pion, association, channel) = try await Self.pionDialing(label: "bad-ppid", stream: 1, count: 20) { $0.inject = "ppid-unknown" }
         defer { pion.kill() }
-        let association = try #require(await listener.accept())
-        let channel = try #require(await association.acceptChannel())
         // The PPID-99 message came right after the OPEN: the channel closes before any message.
         #expect(await channel.receive() == nil)
-        do {
-            try await channel.send(.string("echo"))
-            Issue.record("a send on the closed channel succeeded")
-        } catch {
-            #expect(error.code == .sessionClosed && error.message.contains("PPID 99"), "\(error)")
-        }
+        await Self.expectSendRefused(channel, .sessionClosed, naming: "PPID 99")
         let statistics = await association.statistics()
         #expect(statistics.droppedPPID == 1)
         #expect(await association.closeReason() == nil, "the association outlives the channel")
@@ -187,13 +186,10 @@ struct PionSCTPParityTests {
     @Test("pion aborts mid-transfer: reads end, sends fail, and the app gets the peer's reason", arguments: [1, 2])
     func pionAborts(stream: Int) async throws {
         let lines = LogCapture()
-        let listener = try await SCTPAssociation.listen(on: TransportURL(parsing: "sctp+udp://127.0.0.1:0"), logger: lines.logger())
-        let pion = try await PionDataChannelPeer.start(.init(
-            role: .client, remote: "127.0.0.1:\(listener.localURL.port!)", label: "doomed", protocol: "p",
-            count: Self.count, size: Self.size, timeoutSeconds: 30, streamID: stream, abortAfter: 200))
+        let (listener, pion, association, channel) = try await Self.pionDialing(label: "doomed", stream: stream, logger: lines.logger()) {
+            $0.abortAfter = 200
+        }
         defer { pion.kill() }
-        let association = try #require(await listener.accept())
-        let channel = try #require(await association.acceptChannel())
         let (received, sendError) = await Self.echo(channel, limit: Self.count)
         if let sendError {
             // An echo refused by the ended association says why, too.
@@ -209,12 +205,7 @@ struct PionSCTPParityTests {
         #expect(lines.entries.contains {
             $0.message == "sctp association ended" && $0.level == .notice && $0.metadata["conduit.reason"]?.contains("aborted by the peer") == true
         })
-        do {
-            try await channel.send(.string("too late"))
-            Issue.record("a send after the peer's ABORT succeeded")
-        } catch {
-            #expect(error.code == .connectionClosed && error.message.contains("aborted by the peer"), "\(error)")
-        }
+        await Self.expectSendRefused(channel, .connectionClosed, naming: "aborted by the peer")
         do {
             _ = try await association.openChannel(label: "after", protocol: "")
             Issue.record("opening a channel after the peer's ABORT succeeded")
