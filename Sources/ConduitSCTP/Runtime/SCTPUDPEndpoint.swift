@@ -20,7 +20,7 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
     static let maxPeers = 256
     /// How long an accepted association may take to open its first channel.
     static let firstChannelTimeout = TimeAmount.seconds(10)
-    static let firstChannelTimeoutText = "10 s"
+    static let firstChannelTimeoutText = "\(firstChannelTimeout.nanoseconds / 1_000_000_000) s"
 
     let stack: SCTPStack
     let channel: any Channel
