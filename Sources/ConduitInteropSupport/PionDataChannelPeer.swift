@@ -8,7 +8,8 @@ import Glibc
 /// An independent RFC 8831/8832 data-channel peer for interoperability tests: pion/sctp and
 /// pion/datachannel (Go, Debian's golang-github-pion-sctp-dev and golang-github-pion-datachannel-dev)
 /// over plain UDP, no DTLS, SCTP port 5000 on both ends. The program is
-/// `Tests/Interop/sctp-pion/main.go`; its header documents the flags and the JSON report.
+/// `Tests/Interop/sctp-pion` (main.go, whose header documents the flags and the JSON report, and
+/// support.go).
 ///
 /// The program is compiled once per source version (`go build`, GOPATH mode) into the temporary
 /// directory, so the process started is the peer itself and killing it kills the peer.
@@ -33,14 +34,27 @@ public final class PionDataChannelPeer: Sendable {
         public var size = 64
         public var echo = false
         public var expectEcho = true
+        /// The stream ID this side opens its channel on (nil: by role, even for the client, odd for the server).
+        public var streamID: Int?
+        /// Right after this side's OPEN, one message data channels do not define on its stream:
+        /// `dcep-unknown` (DCEP type 0x09) or `ppid-unknown` (PPID 99); nil: none.
+        public var inject: String?
+        /// Open this side's channel only once the peer has opened one.
+        public var openAfterAccept = false
+        /// Abort the association (an SCTP ABORT) after sending this many messages, once an echo
+        /// came back (nil: never).
+        public var abortAfter: Int?
         /// The program's own hard limit; the harness kills it a little after that.
         public var timeoutSeconds = 20
 
         public init(
             role: Role, remote: String? = nil, label: String? = nil, protocol: String? = nil,
             ordered: Bool = true, maxRetransmits: Int? = nil, maxLifetimeMilliseconds: Int? = nil,
-            count: Int = 10, size: Int = 64, echo: Bool = false, expectEcho: Bool = true, timeoutSeconds: Int = 20
+            count: Int = 10, size: Int = 64, echo: Bool = false, expectEcho: Bool = true, timeoutSeconds: Int = 20,
+            streamID: Int? = nil, abortAfter: Int? = nil
         ) {
+            self.streamID = streamID
+            self.abortAfter = abortAfter
             self.role = role
             self.remote = remote
             self.label = label
@@ -71,6 +85,10 @@ public final class PionDataChannelPeer: Sendable {
             out += ["-count", String(count), "-size", String(size)]
             if echo { out.append("-echo") }
             out.append("-expect-echo=\(expectEcho)")
+            if let streamID { out += ["-stream", String(streamID)] }
+            if let abortAfter { out += ["-abort-after", String(abortAfter)] }
+            if openAfterAccept { out.append("-open-after-accept") }
+            if let inject { out += ["-inject", inject] }
             return out
         }
     }
@@ -94,6 +112,8 @@ public final class PionDataChannelPeer: Sendable {
         public var mismatches: Int
         public var strings: Int
         public var binaries: Int
+        /// The program aborted the association itself (`-abort-after`).
+        public var aborted: Bool?
         public var error: String?
     }
 
@@ -113,9 +133,11 @@ public final class PionDataChannelPeer: Sendable {
     }
 
     public static let gopath = "/usr/share/gocode"
-    static let source = URL(fileURLWithPath: #filePath)
+    /// The program's directory (one Go package, built as a whole).
+    static let sourceDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Tests/Interop/sctp-pion/main.go").path
+        .appendingPathComponent("Tests/Interop/sctp-pion").path
+    static let source = "\(sourceDirectory)/main.go"
 
     /// Go and the two pion packages are installed (what `.enabled(if:)` should check).
     public static var isAvailable: Bool {
@@ -222,9 +244,13 @@ public final class PionDataChannelPeer: Sendable {
     }
 
     private static func compile() throws -> String {
-        let text = try Data(contentsOf: URL(fileURLWithPath: source))
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, only to name the build
-        for byte in text { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a over every .go file, only to name the build
+        let files = try FileManager.default.contentsOfDirectory(atPath: sourceDirectory).filter { $0.hasSuffix(".go") }.sorted()
+        for file in files {
+            for byte in Array(file.utf8) + Array(try Data(contentsOf: URL(fileURLWithPath: "\(sourceDirectory)/\(file)"))) {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-interop")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let binary = directory.appendingPathComponent("sctp-pion-\(String(hash, radix: 16))").path
@@ -233,7 +259,8 @@ public final class PionDataChannelPeer: Sendable {
         let partial = "\(binary).\(ProcessInfo.processInfo.processIdentifier).tmp"
         let go = Process()
         go.executableURL = URL(fileURLWithPath: "/usr/bin/go")
-        go.arguments = ["build", "-o", partial, source]
+        // The files, not the directory: GOPATH mode cannot import a directory by absolute path.
+        go.arguments = ["build", "-o", partial] + files.map { "\(sourceDirectory)/\($0)" }
         var environment = ProcessInfo.processInfo.environment
         environment["GO111MODULE"] = "off"
         environment["GOPATH"] = gopath

@@ -34,6 +34,8 @@ struct DCEPTests {
     func ack() throws {
         #expect(DataChannelAck().bytes == [0x02])
         #expect(try DCEPMessage(parsing: [0x02]) == .ack)
+        // pion/datachannel sends its ACK zero-padded to 4 bytes.
+        #expect(try DCEPMessage(parsing: [0x02, 0, 0, 0]) == .ack)
     }
 
     @Test("malformed messages are refused with a typed reason")
@@ -46,7 +48,7 @@ struct DCEPTests {
             (valid + [0], .lengthMismatch),
             ([0x03, 0x07] + valid[2...], .unknownChannelType),
             ([0x03, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0xFF], .invalidUTF8),
-            ([0x02, 0x00], .lengthMismatch),
+            ([0x02, 0x01], .lengthMismatch),
             ([0x09], .unknownMessageType),
         ]
         for (bytes, code) in cases {

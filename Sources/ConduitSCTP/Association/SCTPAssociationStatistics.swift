@@ -29,9 +29,16 @@ public struct SCTPAssociationStatistics: Sendable, Hashable {
     public var channelsClosed = 0
     /// Messages on a stream with no channel.
     public var droppedNoChannel = 0
-    /// DCEP messages that did not parse, or came on a stream of the wrong parity.
+    /// DCEP messages ignored: unknown message types, ACKs that answer no OPEN, OPENs on a stream
+    /// already being reset (RFC 8832 section 6; the association and its channels stay up).
     public var droppedDCEP = 0
-    /// Messages with a PPID data channels do not use (52, 54, or unknown).
+    /// The peer's DATA_CHANNEL_OPENs answered by resetting the stream, with no ACK (RFC 8832
+    /// section 6): on a stream already in use, or malformed.
+    public var opensRefused = 0
+    /// Of ``opensRefused``, those that collided with our own OPEN on the same stream (both ends
+    /// opened it at once: possible without DTLS roles); both ends' channels are closed.
+    public var channelCollisions = 0
+    /// Messages with a PPID data channels do not use (52, 54, or unknown); their channel is closed (RFC 8831 section 6.6).
     public var droppedPPID = 0
     /// Messages larger than ``DataChannel/maxMessageSize``.
     public var droppedOversize = 0

@@ -16,6 +16,8 @@ struct ChannelRecord {
     var awaitingOutgoingReset = false
     var outgoingResetDone = false
     var incomingResetDone = false
+    /// Why this end closed it, when the app did not (a refused OPEN, an unsupported PPID).
+    var closedBecause: String?
 }
 
 extension SCTPConnection {
@@ -32,76 +34,89 @@ extension SCTPConnection {
         return (id, handle)
     }
 
-    /// One user or DCEP message from the peer.
-    func receive(stream: UInt16, ppid rawPPID: UInt32, _ bytes: UnsafeRawBufferPointer) {
+    /// One user or DCEP message from the peer. Nothing here ends the association: what the RFCs
+    /// refuse is counted, and at most the stream's channel is closed (``DCEPStreamPolicy``).
+    func receive(stream: UInt16, ppid: UInt32, _ bytes: UnsafeRawBufferPointer) {
         statistics.messagesReceived += 1
-        guard let ppid = PayloadProtocolIdentifier(rawValue: rawPPID) else {
-            statistics.droppedPPID += 1
-            return
-        }
-        if ppid == .dcep {
+        if ppid == PayloadProtocolIdentifier.dcep.rawValue {
             receiveDCEP(stream: stream, bytes)
             return
         }
-        guard let (kind, isEmpty) = DataChannelMessageKind.received(ppid) else { return }
-        guard var record = channels[stream], !record.incomingResetDone else {
+        switch DCEPStreamPolicy.answer(userMessagePPID: ppid, state: streamState(stream), binaryOnly: mode == .conduit) {
+        case .dropNoChannel:
             statistics.droppedNoChannel += 1
-            return
-        }
-        if !record.acked {
-            record.acked = true
-            channels[stream] = record
-        }
-        let payload: [UInt8] = isEmpty ? [] : Array(bytes)
-        switch mode {
-        case .conduit:
-            guard kind == .binary else {
-                statistics.droppedPPID += 1
-                return
+        case .closeChannelUnsupportedPPID:
+            statistics.droppedPPID += 1
+            closeChannel(stream, because: "the peer sent a message with PPID \(ppid), which data channels do not use (RFC 8831 section 6.6)")
+        case .deliver(let kind, let isEmpty):
+            channels[stream]?.acked = true
+            let payload: [UInt8] = isEmpty ? [] : Array(bytes)
+            if mode == .conduit {
+                // Woken once per read burst (`readAvailable`), not once per message.
+                linkInbox.deliver(payload, wake: false)
+            } else {
+                channels[stream]?.handle?.inbox.deliver(DataChannelMessage(kind: kind, bytes: payload))
             }
-            // Woken once per read burst (`readAvailable`), not once per message.
-            linkInbox.deliver(payload, wake: false)
-        case .channels, .undecided:
-            record.handle?.inbox.deliver(DataChannelMessage(kind: kind, bytes: payload))
         }
     }
 
+    /// What the DCEP rules need to know of `stream`.
+    func streamState(_ stream: UInt16) -> DCEPStreamPolicy.StreamState {
+        guard let record = channels[stream] else { return .unused }
+        if record.closing || record.incomingResetDone { return .closing }
+        return record.openedLocally ? .openedLocally(acked: record.acked) : .openedByPeer
+    }
+
     private func receiveDCEP(stream: UInt16, _ bytes: UnsafeRawBufferPointer) {
-        let message: DCEPMessage
-        do {
-            message = try DCEPMessage(parsing: bytes)
-        } catch {
-            statistics.droppedDCEP += 1
-            return
-        }
-        switch message {
-        case .ack:
+        switch DCEPStreamPolicy.answer(dcep: bytes, stream: stream, state: streamState(stream), streamCount: Int(limits.streams)) {
+        case .acknowledged:
             channels[stream]?.acked = true
-        case .open(let open):
-            // RFC 8832 section 6: the peer opens on its own parity, on a stream not in use.
-            guard !allocator.isOurs(stream), stream < limits.streams, channels[stream] == nil else {
-                statistics.droppedDCEP += 1
-                return
+        case .ignore(let why):
+            statistics.droppedDCEP += 1
+            logger.debug("dcep message ignored", metadata: ["conduit.remote": "\(remoteDescription)", "conduit.stream": "\(stream)", "conduit.reason": "\(why)"])
+        case .refuse(let why):
+            // RFC 8832 section 6: close the stream's channel, send no ACK.
+            statistics.opensRefused += 1
+            if why == .collision { statistics.channelCollisions += 1 }
+            if channels[stream] == nil {
+                // A malformed OPEN on a free stream: hold the stream until its reset is done.
+                channels[stream] = ChannelRecord(open: DataChannelOpen(reliability: .reliableOrdered, label: "", protocol: ""), openedLocally: false, acked: true)
+                allocator.reserve(stream)
             }
-            if mode == .undecided {
-                decideMode(conduitAware && open.protocol == SCTPConduitMapping.protocolName ? .conduit : .channels)
-            }
-            let handle = mode == .channels ? DataChannel(connection: self, streamID: stream, open: open) : nil
-            channels[stream] = ChannelRecord(open: open, openedLocally: false, acked: true, handle: handle)
-            statistics.channelsOpened += 1
-            DataChannelAck().bytes.withUnsafeBytes { send(stream: stream, ppid: .dcep, bytes: $0, delivery: .reliableOrdered, promise: nil) }
-            if mode == .conduit, open.label == SCTPConduitMapping.callLabel, conduitStreams[FrameTag.controlChannel] == nil {
-                // The call's channel is the caller's; we answer on the same stream.
-                conduitStreams[FrameTag.controlChannel] = stream
-            }
-            if let handle { acceptInbox.deliver(handle) }
+            closeChannel(stream, because: "the peer's DATA_CHANNEL_OPEN was refused (\(why), RFC 8832 section 6)")
+        case .accept(let open):
+            acceptOpen(open, on: stream)
         }
+    }
+
+    /// A valid OPEN on a free stream, of either parity (without DTLS there is no role to check,
+    /// see ``DCEPStreamPolicy``): the channel exists, and the ACK goes back on its stream.
+    private func acceptOpen(_ open: DataChannelOpen, on stream: UInt16) {
+        if mode == .undecided {
+            decideMode(conduitAware && open.protocol == SCTPConduitMapping.protocolName ? .conduit : .channels)
+        }
+        let handle = mode == .channels ? DataChannel(connection: self, streamID: stream, open: open) : nil
+        channels[stream] = ChannelRecord(open: open, openedLocally: false, acked: true, handle: handle)
+        // The peer may open on our parity: our own next channels must not pick this stream.
+        allocator.reserve(stream)
+        statistics.channelsOpened += 1
+        DataChannelAck().bytes.withUnsafeBytes { send(stream: stream, ppid: .dcep, bytes: $0, delivery: .reliableOrdered, promise: nil) }
+        if mode == .conduit, open.label == SCTPConduitMapping.callLabel, conduitStreams[FrameTag.controlChannel] == nil {
+            // The call's channel is the caller's; we answer on the same stream.
+            conduitStreams[FrameTag.controlChannel] = stream
+        }
+        if let handle { acceptInbox.deliver(handle) }
     }
 
     /// Sends on an open channel, with its reliability (ordered until acknowledged).
     func sendOnChannel(_ id: UInt16, _ message: DataChannelMessage, promise: EventLoopPromise<Void>) {
+        guard state != .closed else {
+            promise.fail(closedError)
+            return
+        }
         guard let record = channels[id], !record.closing else {
-            promise.fail(ConduitError(.sessionClosed, "data channel \(id) to \(remoteDescription) is closed"))
+            let why = channels[id]?.closedBecause.map { ": \($0)" } ?? ""
+            promise.fail(ConduitError(.sessionClosed, "data channel \(id) to \(remoteDescription) is closed\(why)"))
             return
         }
         var delivery = record.open.channelType.reliability
@@ -110,8 +125,14 @@ extension SCTPConnection {
     }
 
     /// Closes a channel from our side: reset our outgoing stream; the peer resets its own in turn.
-    func closeChannel(_ id: UInt16) {
+    /// `because` (logged, and in the error of later sends) when it is not the app's own close.
+    func closeChannel(_ id: UInt16, because reason: String? = nil) {
         guard var record = channels[id], !record.closing else { return }
+        if let reason {
+            record.closedBecause = reason
+            record.handle?.closedBecause.withLock { $0 = reason }
+            logger.notice("data channel closed", metadata: ["conduit.remote": "\(remoteDescription)", "conduit.stream": "\(id)", "conduit.reason": "\(reason)"])
+        }
         record.closing = true
         record.awaitingOutgoingReset = true
         record.handle?.inbox.finish(discarding: true)
@@ -148,7 +169,7 @@ extension SCTPConnection {
         guard let record = channels[stream], record.incomingResetDone, record.outgoingResetDone else { return }
         channels[stream] = nil
         record.handle?.inbox.setOnSpace {}
-        if allocator.isOurs(stream) { allocator.release(stream) }
+        allocator.release(stream)
         statistics.channelsClosed += 1
     }
 

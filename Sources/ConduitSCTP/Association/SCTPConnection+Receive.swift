@@ -34,11 +34,11 @@ extension SCTPConnection {
             if count < 0 {
                 let error = Int32(-count)
                 if error == EAGAIN || error == EWOULDBLOCK || error == ENOTCONN && state == .connecting { return }
-                peerClosed(SCTPErrors.system("reading from \(remoteDescription) failed", error))
+                peerClosed(.failed(SCTPErrors.system("reading from \(remoteDescription) failed", error).message))
                 return
             }
             if count == 0 {
-                peerClosed(nil)
+                peerClosed(.shutDownByPeer)
                 return
             }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
@@ -67,6 +67,15 @@ extension SCTPConnection {
         }
     }
 
+    /// SCTP_COMM_LOST after the peer's ABORT carries that chunk in `sac_info` (offset 20, up to
+    /// `sac_length`); after a timeout there is none.
+    static func lossReason(_ bytes: UnsafeRawBufferPointer) -> SCTPCloseReason {
+        let length = min(Int(bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bytes.count)
+        guard length > 20 else { return .lost }
+        let info = bytes[20..<length]
+        return info.first == 6 ? .abortedByPeer(reason: SCTPCloseReason.abortReason(fromChunk: info)) : .lost
+    }
+
     private func handleNotification(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count >= 8 else { return }
         let type = bytes.loadUnaligned(as: UInt16.self)
@@ -81,9 +90,9 @@ extension SCTPConnection {
                 if state == .connecting {
                     fail(connecting: ConduitError(.connectionFailed, "the SCTP association with \(remoteDescription) could not be set up"))
                 } else {
-                    peerClosed(ConduitError(.connectionClosed, "the SCTP association with \(remoteDescription) was lost"))
+                    peerClosed(Self.lossReason(bytes))
                 }
-            case SCTP_SHUTDOWN_COMP: peerClosed(nil)
+            case SCTP_SHUTDOWN_COMP: peerClosed(.shutDownByPeer)
             default: break
             }
         case SCTP_STREAM_RESET_EVENT:

@@ -3,7 +3,9 @@ import CUsrsctp
 import CUsrsctpSupport
 import ConduitCore
 import DequeModule
+import Logging
 import NIOCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -53,6 +55,12 @@ final class SCTPConnection: @unchecked Sendable {
     var onClosed: ((SCTPConnection) -> Void)?
     /// Accepting side: whether a first channel with the Conduit protocol makes this a Conduit link.
     var conduitAware = false
+    /// Where the end of the association is logged, with its reason (`notice` when abnormal).
+    var logger = SCTPConnection.silentLogger
+    /// Why the association ended, set once at teardown; read from any thread.
+    private let endReasonBox = Mutex<SCTPCloseReason?>(nil)
+
+    static let silentLogger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
 
     struct PendingSend {
         var stream: UInt16
@@ -119,7 +127,7 @@ final class SCTPConnection: @unchecked Sendable {
         guard state == .connecting else { return }
         let promise = establishedPromise
         establishedPromise = nil
-        teardown(abort: true, peerClosed: false)
+        teardown(abort: true, peerClosed: false, reason: .notEstablished(error.message))
         promise?.fail(error)
     }
 
@@ -206,7 +214,7 @@ final class SCTPConnection: @unchecked Sendable {
                 return
             }
             guard error == EAGAIN || error == EWOULDBLOCK else {
-                promise?.fail(SCTPErrors.system("sending to \(remoteDescription) failed", error))
+                promise?.fail(sendFailure(error))
                 return
             }
         }
@@ -237,12 +245,25 @@ final class SCTPConnection: @unchecked Sendable {
                 statistics.messagesSent += 1
                 next.promise?.succeed()
             } else {
-                next.promise?.fail(SCTPErrors.system("sending to \(remoteDescription) failed", error))
+                next.promise?.fail(sendFailure(error))
             }
         }
     }
 
-    var closedError: ConduitError { ConduitError(.connectionClosed, "the SCTP association with \(remoteDescription) is closed") }
+    /// A send refused by usrsctp. When the association is gone (the peer's ABORT, say), the
+    /// notification saying why is still unread: read it first, so the error carries the reason.
+    private func sendFailure(_ error: Int32) -> ConduitError {
+        if state != .closed { readAvailable() }
+        return state == .closed ? closedError : SCTPErrors.system("sending to \(remoteDescription) failed", error)
+    }
+
+    /// What operations on the ended association throw: its end, with the reason.
+    var closedError: ConduitError {
+        endReason?.error(remoteDescription) ?? ConduitError(.connectionClosed, "the SCTP association with \(remoteDescription) is closed")
+    }
+
+    /// Why the association ended; nil while it lives. Safe from any thread.
+    var endReason: SCTPCloseReason? { endReasonBox.withLock { $0 } }
 
     /// Chunks not yet sent or acknowledged (0: everything written so far has arrived).
     var outstanding: Int {
@@ -270,22 +291,27 @@ final class SCTPConnection: @unchecked Sendable {
     // MARK: Closing
 
     /// The peer ended the association (SHUTDOWN, ABORT or loss): what arrived is still read.
-    func peerClosed(_ error: ConduitError?) {
+    func peerClosed(_ reason: SCTPCloseReason) {
         guard state != .closed else { return }
         if state == .connecting {
-            fail(connecting: error ?? ConduitError(.connectionFailed, "the SCTP association with \(remoteDescription) was refused"))
+            fail(connecting: ConduitError(.connectionFailed, "the SCTP association with \(remoteDescription) ended: \(reason)"))
             return
         }
-        teardown(abort: false, peerClosed: true)
+        teardown(abort: false, peerClosed: true, reason: reason)
     }
 
-    /// Closes from our side: a graceful SHUTDOWN once what was sent is delivered.
-    func close() {
+    /// Closes from our side: a graceful SHUTDOWN once what was sent is delivered. `reason` says
+    /// why when it is not the app's own wish (a listener refusing the peer, say).
+    func close(_ reason: SCTPCloseReason = .closedLocally) {
         guard state != .closed else { return }
-        teardown(abort: state == .connecting, peerClosed: false)
+        teardown(abort: state == .connecting, peerClosed: false, reason: reason)
     }
 
-    private func teardown(abort: Bool, peerClosed: Bool) {
+    private func teardown(abort: Bool, peerClosed: Bool, reason: SCTPCloseReason) {
+        endReasonBox.withLock { $0 = $0 ?? reason }
+        logger.log(
+            level: reason.isAbnormal ? .notice : .debug, "sctp association ended",
+            metadata: ["conduit.remote": "\(remoteDescription)", "conduit.reason": "\(reason)"])
         state = .closed
         linkInbox.finish(discarding: !peerClosed)
         linkInbox.setOnSpace {}

@@ -1,6 +1,7 @@
 #if SCTP
 public import ConduitCore
 import NIOCore
+import Synchronization
 
 /// One RFC 8831 data channel on an ``SCTPAssociation``: messages of text or bytes, with the
 /// channel's ordering and partial reliability. Opened by either side; closed by either side
@@ -21,6 +22,9 @@ public final class DataChannel: Sendable {
     public let priority: UInt16
     let inbox: SCTPInbox<DataChannelMessage>
     private let connection: SCTPConnection
+    /// Why this end closed the channel when the app did not (a refused OPEN on its stream, an
+    /// unsupported PPID); set on the loop, read by `send`.
+    let closedBecause = Mutex<String?>(nil)
 
     /// Created on the stack's loop.
     init(connection: SCTPConnection, streamID: UInt16, open: DataChannelOpen) {
@@ -40,6 +44,9 @@ public final class DataChannel: Sendable {
     public func send(_ message: DataChannelMessage) async throws(ConduitError) {
         guard message.bytes.count <= connection.limits.maxMessageSize else {
             throw ConduitError(.messageTooLarge, "a \(message.bytes.count)-byte message exceeds the \(connection.limits.maxMessageSize)-byte limit of data channels")
+        }
+        if let reason = closedBecause.withLock({ $0 }) {
+            throw ConduitError(.sessionClosed, "data channel \(streamID) to \(connection.remoteDescription) is closed: \(reason)")
         }
         let connection = self.connection, id = streamID
         let future = connection.stack.loop.flatSubmit { () -> EventLoopFuture<Void> in

@@ -1,6 +1,7 @@
 #if SCTP
 public import ConduitCore
 import ConduitUDP
+public import Logging
 import NIOCore
 
 /// An SCTP association over UDP with a standard (RFC 8831/8832) peer: data channels opened by
@@ -17,15 +18,21 @@ public final class SCTPAssociation: Sendable {
 
     init(connection: SCTPConnection) { self.connection = connection }
 
-    /// Connects (as the client: our channels get even stream IDs). Options as for ``SCTPOptions``.
-    public static func connect(to url: TransportURL) async throws(ConduitError) -> SCTPAssociation {
-        SCTPAssociation(connection: try await SCTPConnector.connect(to: url, mode: .channels))
+    /// Connects (as the client: our channels get even stream IDs; the peer's may have either
+    /// parity). Options as for ``SCTPOptions``. The association's end is logged to `logger`.
+    public static func connect(to url: TransportURL, logger: Logger? = nil) async throws(ConduitError) -> SCTPAssociation {
+        SCTPAssociation(connection: try await SCTPConnector.connect(to: url, mode: .channels, logger: logger))
     }
 
-    /// Listens for standard peers at `url` (port 0: an ephemeral UDP port).
-    public static func listen(on url: TransportURL) async throws(ConduitError) -> SCTPAssociationListener {
-        try await SCTPAssociationListener.bind(url, conduitAware: false)
+    /// Listens for standard peers at `url` (port 0: an ephemeral UDP port); each association's
+    /// end, and each one refused, is logged to `logger`.
+    public static func listen(on url: TransportURL, logger: Logger? = nil) async throws(ConduitError) -> SCTPAssociationListener {
+        try await SCTPAssociationListener.bind(url, conduitAware: false, logger: logger)
     }
+
+    /// Why the association ended (the peer's ABORT and its reason, a loss, a shutdown, ...);
+    /// nil while it is up. Sends after the end throw an error that says the same.
+    public func closeReason() async -> SCTPCloseReason? { connection.endReason }
 
     /// The peer's address, for logs.
     public var remoteDescription: String { connection.remoteDescription }
@@ -80,7 +87,7 @@ public final class SCTPAssociationListener: Sendable {
         self.localURL = localURL
     }
 
-    static func bind(_ url: TransportURL, conduitAware: Bool) async throws(ConduitError) -> SCTPAssociationListener {
+    static func bind(_ url: TransportURL, conduitAware: Bool, logger: Logger?) async throws(ConduitError) -> SCTPAssociationListener {
         let options = try SCTPOptions(url, listening: true)
         let address = try SocketAddressing.resolve(url)
         let endpoint = try await SCTPUDPEndpoint.bind(to: address, isListener: true, limits: options.limits)
@@ -90,9 +97,14 @@ public final class SCTPAssociationListener: Sendable {
         let queue = listener.queue
         try? await endpoint.stack.loop.submit {
             endpoint.conduitAware = conduitAware
+            if let logger { endpoint.logger = logger }
             endpoint.onAssociation = { connection in
                 // Bounded: callers that do not accept see further peers closed.
-                if !queue.isFinished, queue.hasRoom() { queue.deliver(connection) } else { connection.close() }
+                if !queue.isFinished, queue.hasRoom() {
+                    queue.deliver(connection)
+                } else {
+                    connection.close(.refused(queue.isFinished ? "the listener is closed" : "the listener's accept queue is full"))
+                }
             }
         }.get()
         return listener
@@ -116,7 +128,7 @@ public final class SCTPAssociationListener: Sendable {
         let unaccepted = queue.finishTakingAll()
         let endpoint = self.endpoint
         try? await endpoint.stack.loop.submit {
-            for connection in unaccepted { connection.close() }
+            for connection in unaccepted { connection.close(.refused("the listener closed before accepting it")) }
             endpoint.stopListening()
         }.get()
     }

@@ -14,8 +14,11 @@ public enum DCEPMessage: Sendable, Hashable {
         switch first {
         case DataChannelOpen.messageType: self = .open(try DataChannelOpen(parsing: bytes))
         case DataChannelAck.messageType:
-            // RFC 8832 section 5.2: the ACK is exactly one byte.
-            guard bytes.count == 1 else { throw DCEPError(.lengthMismatch, "DATA_CHANNEL_ACK of \(bytes.count) bytes, expected 1") }
+            // RFC 8832 section 5.2: the ACK is one byte. pion pads it with zeros to 4 bytes, which
+            // we take (only zeros: anything else is not an ACK we understand).
+            guard bytes.dropFirst().allSatisfy({ $0 == 0 }) else {
+                throw DCEPError(.lengthMismatch, "DATA_CHANNEL_ACK of \(bytes.count) bytes, expected 1 (or zero padding)")
+            }
             self = .ack
         default:
             throw DCEPError(.unknownMessageType, "unknown DCEP message type 0x\(String(first, radix: 16))")
@@ -38,7 +41,7 @@ public struct DCEPError: Error, Sendable, Hashable, CustomStringConvertible {
         let name: String
         /// Shorter than its fixed part, or than the lengths it states.
         public static let truncated = Code(name: "truncated")
-        /// An ACK longer than one byte, or an OPEN whose lengths do not add up.
+        /// An ACK with more than its type byte and zero padding, or an OPEN whose lengths do not add up.
         public static let lengthMismatch = Code(name: "lengthMismatch")
         /// A message type other than OPEN (0x03) and ACK (0x02).
         public static let unknownMessageType = Code(name: "unknownMessageType")

@@ -1,6 +1,8 @@
 #if SCTP
 /// Chooses SCTP stream IDs for the channels this end opens (RFC 8832 section 6): the DTLS client
-/// uses even IDs and the server odd ones. Without DTLS, the side that connects is the client.
+/// uses even IDs and the server odd ones. Without DTLS, the side that connects takes the even
+/// ones; the peer may open on either parity, and the streams it holds are ``reserve(_:)``d here so
+/// that we never pick them (see `DCEPStreamPolicy`).
 ///
 /// A closed channel's ID comes back only once its stream has been reset in both directions
 /// (RFC 8831 section 6.7, RFC 6525), so a late message of the old channel can never be read as
@@ -18,10 +20,10 @@ public struct StreamIDAllocator: Sendable, Hashable {
         self.streamCount = streamCount
     }
 
-    /// Whether `id` belongs to this end (so a peer's OPEN on it is a protocol error).
+    /// Whether `id` has this end's parity (the IDs ``allocate()`` picks from).
     public func isOurs(_ id: UInt16) -> Bool { (id % 2 == 0) == isClient }
 
-    /// Stream IDs of this end's parity now held (open, or waiting for their reset).
+    /// Stream IDs now held (open, or waiting for their reset): ours, and those reserved for the peer.
     public var count: Int { inUse.count }
 
     /// The lowest free ID of our parity, or nil when every one is taken.
@@ -36,6 +38,9 @@ public struct StreamIDAllocator: Sendable, Hashable {
         }
         return nil
     }
+
+    /// Marks `id` (of either parity) as held by a channel the peer opened, until ``release(_:)``.
+    public mutating func reserve(_ id: UInt16) { inUse.insert(id) }
 
     /// Returns `id` once its stream is reset both ways.
     public mutating func release(_ id: UInt16) { inUse.remove(id) }

@@ -20,6 +20,7 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
     static let maxPeers = 256
     /// How long an accepted association may take to open its first channel.
     static let firstChannelTimeout = TimeAmount.seconds(10)
+    static let firstChannelTimeoutText = "\(firstChannelTimeout.nanoseconds / 1_000_000_000) s"
 
     let stack: SCTPStack
     let channel: any Channel
@@ -30,6 +31,8 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
     /// Listener: an association whose kind (Conduit or standard) is now known.
     var onAssociation: ((SCTPConnection) -> Void)?
     var conduitAware = false
+    /// Given to each association this endpoint starts, which logs its end there.
+    var logger = SCTPConnection.silentLogger
     private(set) var statistics = SCTPEndpointStatistics()
 
     private init(stack: SCTPStack, channel: any Channel, isListener: Bool, limits: SCTPLimits) {
@@ -92,6 +95,7 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
             SCTPConnection(stack: stack, address: address, isClient: false, mode: .undecided, route: SCTPRoute(channel: channel, peer: peer), limits: limits)
         }
         connection.conduitAware = conduitAware
+        connection.logger = logger
         do {
             try connection.startListening()
         } catch {
@@ -104,7 +108,7 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
         connection.onModeDecided = { [weak self] in self?.onAssociation?($0) }
         connection.onClosed = { [weak self] in self?.forget(peer, $0) }
         stack.loop.scheduleTask(in: Self.firstChannelTimeout) { [weak connection] in
-            if let connection, connection.mode == .undecided { connection.close() }
+            if let connection, connection.mode == .undecided { connection.close(.noChannelOpened) }
         }
         envelope.data.withUnsafeReadableBytes { connection.input($0) }
     }
@@ -133,7 +137,9 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
     func stopListening() {
         listening = false
         onAssociation = nil
-        for connection in peers.values where connection.mode == .undecided { connection.close() }
+        for connection in peers.values where connection.mode == .undecided {
+            connection.close(.refused("the listener closed before the peer opened a channel"))
+        }
         closeIfIdle()
     }
 

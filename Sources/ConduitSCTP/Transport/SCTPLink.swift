@@ -96,7 +96,10 @@ public final class SCTPLink: TransportLink {
         return LinkAcknowledgement(unacknowledgedFrames: outstanding)
     }
 
-    /// The next frames received from the peer, or nil once the association closed.
+    /// The next frames received from the peer, or nil once the association ended (by either
+    /// side, in whatever way: ``closeReason()`` says which). Not an error even after an ABORT:
+    /// usrsctp aborts when a socket closes with unread data, so a peer's ordinary close can arrive
+    /// as one.
     public func read() async throws(ConduitError) -> DatagramBatch? {
         guard let messages = await connection.linkInbox.next() else { return nil }
         var batch = DatagramBatch(reservingBytes: messages.reduce(0) { $0 + $1.count }, datagrams: messages.count)
@@ -125,6 +128,9 @@ public final class SCTPLink: TransportLink {
         let counts = await statistics()
         return LinkStatistics(packetsSent: counts.packetsSent, packetsReceived: counts.packetsReceived, mtu: capabilities.mtu)
     }
+
+    /// Why the link's association ended; nil while it is up.
+    public func closeReason() async -> SCTPCloseReason? { connection.endReason }
 
     /// Counts for this link's association.
     public func statistics() async -> SCTPAssociationStatistics {

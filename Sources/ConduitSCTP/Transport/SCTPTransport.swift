@@ -45,7 +45,7 @@ public struct SCTPTransport: Transport {
 
     /// `connect`, returning the concrete link (for its statistics).
     public func connectSCTP(to url: TransportURL) async throws(ConduitError) -> SCTPLink {
-        let connection = try await SCTPConnector.connect(to: url, mode: .conduit)
+        let connection = try await SCTPConnector.connect(to: url, mode: .conduit, logger: observer.logger)
         // The call's own channel, which also tells the listener this is a Conduit caller.
         let result = await SCTPAssociation.onLoop(connection) { () throws(ConduitError) in
             let open = DataChannelOpen(reliability: .reliableOrdered, label: SCTPConduitMapping.callLabel, protocol: SCTPConduitMapping.protocolName)
@@ -80,7 +80,7 @@ public struct SCTPTransport: Transport {
 
     /// `listen`, returning the concrete listener (for its associations and statistics).
     public func listenSCTP(on url: TransportURL) async throws(ConduitError) -> SCTPListener {
-        let listener = SCTPListener(associations: try await SCTPAssociationListener.bind(url, conduitAware: true), standardPeers: standardPeers, observer: observer)
+        let listener = SCTPListener(associations: try await SCTPAssociationListener.bind(url, conduitAware: true, logger: observer.logger), standardPeers: standardPeers, observer: observer)
         observer.logger.debug("sctp listening", metadata: ["conduit.url": "\(listener.localURL)"])
         return listener
     }
@@ -112,7 +112,8 @@ public final class SCTPListener: TransportListener {
             if let standardPeers {
                 Task { await standardPeers(association) }
             } else {
-                await association.close()
+                let reason = SCTPCloseReason.refused("a standard data-channel peer, and this listener takes Conduit callers only (SCTPTransport(standardPeers:) takes the others)")
+                try? await connection.stack.loop.submit { connection.close(reason) }.get()
             }
         }
         return nil

@@ -3,7 +3,8 @@
 // interoperability tests. It runs SCTP directly over plain UDP, without DTLS or ICE: every UDP
 // payload is one SCTP packet (RFC 6951 framing), SCTP port 5000 on both ends. Loopback only.
 //
-// Build in GOPATH mode: GO111MODULE=off GOPATH=/usr/share/gocode go run ./Tests/Interop/sctp-pion
+// Build in GOPATH mode (the directory: main.go and support.go):
+// GO111MODULE=off GOPATH=/usr/share/gocode go run ./Tests/Interop/sctp-pion
 //
 //	-role server|client   server binds -local and waits; client dials -remote
 //	-local ADDR           where to bind (default 127.0.0.1:0, an ephemeral port)
@@ -16,6 +17,17 @@
 //	-echo                 echo every message on every channel the peer opens (same type)
 //	-expect-echo=BOOL     the peer echoes what this side sends (default true): check every echo
 //	-timeout S            hard limit on the whole run in seconds (default 20)
+//	-stream N             the stream ID this side opens its channel on (default -1: by role, even
+//	                      for the client, odd for the server; without DTLS any parity is allowed)
+//	-open-after-accept    open this side's channel only once the peer has opened one (with -stream
+//	                      set to the peer's stream: an OPEN on a stream in use, RFC 8832 section 6)
+//	-inject KIND          right after this side's OPEN, send one message data channels do not
+//	                      define on the same stream: dcep-unknown (PPID 50, message type 0x09) or
+//	                      ppid-unknown (PPID 99); then the messages as usual
+//	-abort-after N        after sending N messages and seeing an echo come back, abort the
+//	                      association (ABORT chunk with a user-initiated cause, RFC 9260 section
+//	                      9.1) instead of finishing; the run then ends at once and succeeds if the
+//	                      association came up (default -1: off)
 //
 // The server prints `READY 127.0.0.1:PORT` on stdout once its socket is bound, learns its peer from
 // the first datagram and accepts every channel the peer opens (DCEP, RFC 8832 section 6). Messages
@@ -45,13 +57,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pion/datachannel"
@@ -67,9 +77,12 @@ const maxBuffered = 1 << 20
 
 type options struct {
 	role, local, remote, label, protocol string
+	inject                               string
 	ordered, echo, expectEcho            bool
+	openAfterAccept                      bool
 	maxRetransmits, maxLifetimeMs        int
 	count, size                          int
+	stream, abortAfter                   int
 	timeout                              float64
 }
 
@@ -88,6 +101,7 @@ type report struct {
 	Mismatches int           `json:"mismatches"`
 	Strings    int           `json:"strings"`
 	Binaries   int           `json:"binaries"`
+	Aborted    bool          `json:"aborted"`
 	Error      string        `json:"error,omitempty"`
 }
 
@@ -123,93 +137,6 @@ func finish(failure error) {
 		os.Exit(0)
 	})
 	select {} // another goroutine is exiting
-}
-
-// udpConn is the net.Conn pion reads and writes: one peer on an unconnected UDP socket. Datagrams
-// from anyone else are dropped, and ICMP errors (ECONNREFUSED while the server is not up yet) are
-// not fatal, so INIT is simply retransmitted (RFC 9260 section 5.1, T1-init).
-type udpConn struct {
-	*net.UDPConn
-	peerMu sync.Mutex
-	peer   *net.UDPAddr
-}
-
-func (c *udpConn) currentPeer() *net.UDPAddr {
-	c.peerMu.Lock()
-	defer c.peerMu.Unlock()
-	return c.peer
-}
-
-func (c *udpConn) Read(p []byte) (int, error) {
-	for {
-		n, from, err := c.UDPConn.ReadFromUDP(p)
-		if err != nil {
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				continue
-			}
-			return 0, err
-		}
-		c.peerMu.Lock()
-		if c.peer == nil {
-			c.peer = from // the server learns its peer from the first datagram
-		}
-		same := c.peer.IP.Equal(from.IP) && c.peer.Port == from.Port
-		c.peerMu.Unlock()
-		if same {
-			return n, nil
-		}
-	}
-}
-
-func (c *udpConn) Write(p []byte) (int, error) {
-	peer := c.currentPeer()
-	if peer == nil {
-		return 0, errors.New("no peer yet")
-	}
-	n, err := c.UDPConn.WriteToUDP(p, peer)
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return len(p), nil // a lost packet for SCTP, which retransmits
-	}
-	return n, err
-}
-
-func (c *udpConn) RemoteAddr() net.Addr { return c.currentPeer() }
-
-// message is what this side sends as message index: strings on even indexes, binary on odd ones.
-func message(index, size int) ([]byte, bool) {
-	isString := index%2 == 0
-	out := make([]byte, size)
-	for j := range out {
-		if isString {
-			out[j] = byte('a' + (index+j)%26)
-		} else {
-			out[j] = byte(index*31 + j*7 + 1)
-		}
-	}
-	return out, isString
-}
-
-// channelConfig is the DCEP open of RFC 8832 section 5.1 for the options given.
-func channelConfig(o options) *datachannel.Config {
-	config := &datachannel.Config{
-		Label:         o.label,
-		Protocol:      o.protocol,
-		LoggerFactory: logging.NewDefaultLoggerFactory(),
-	}
-	switch {
-	case o.maxRetransmits >= 0:
-		config.ChannelType = datachannel.ChannelTypePartialReliableRexmit
-		config.ReliabilityParameter = uint32(o.maxRetransmits)
-	case o.maxLifetimeMs >= 0:
-		config.ChannelType = datachannel.ChannelTypePartialReliableTimed
-		config.ReliabilityParameter = uint32(o.maxLifetimeMs)
-	default:
-		config.ChannelType = datachannel.ChannelTypeReliable
-	}
-	if !o.ordered {
-		config.ChannelType |= 0x80 // the unordered bit of the channel type
-	}
-	return config
 }
 
 func countReceived(isString bool) {
@@ -267,6 +194,16 @@ func openAndSend(association *sctp.Association, o options, streamID uint16) erro
 		stream.SetReliabilityParams(unordered, sctp.ReliabilityTypeReliable, 0)
 	}
 
+	switch o.inject {
+	case "dcep-unknown": // a DCEP message type the registry leaves unassigned (RFC 8832 section 8.2.1)
+		_, err = stream.WriteSCTP([]byte{0x09, 1, 2, 3}, sctp.PayloadTypeWebRTCDCEP)
+	case "ppid-unknown": // a PPID data channels do not use (RFC 8831 section 8)
+		_, err = stream.WriteSCTP([]byte{1, 2, 3}, sctp.PayloadProtocolIdentifier(99))
+	}
+	if err != nil {
+		return err
+	}
+
 	// RFC 8832 section 6.6: until DATA_CHANNEL_ACK arrives the opener sends ordered messages only,
 	// so an unordered channel waits for the ACK (seen by the reader below) before sending.
 	acked := make(chan struct{})
@@ -278,6 +215,25 @@ func openAndSend(association *sctp.Association, o options, streamID uint16) erro
 		<-acked
 	}
 	for index := 0; index < o.count; index++ {
+		if index == o.abortAfter {
+			// Mid-transfer: once an echo has come back (so the peer has surely accepted the
+			// channel), with the rest still in flight both ways. The peer must see a typed end,
+			// not silence. (Not more echoes: readOwnChannel stalls after 64 unread ones.)
+			for {
+				mu.Lock()
+				verified := stats.Verified
+				mu.Unlock()
+				if verified > 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			mu.Lock()
+			stats.Aborted = true
+			mu.Unlock()
+			association.Abort("sctp-pion: abort requested by -abort-after")
+			finish(nil)
+		}
 		for dc.BufferedAmount() > maxBuffered {
 			time.Sleep(time.Millisecond)
 		}
@@ -379,25 +335,6 @@ func readOwnChannel(dc *datachannel.DataChannel, o options, echoes chan<- bool) 
 	}
 }
 
-func parse() options {
-	var o options
-	flag.StringVar(&o.role, "role", "", "server or client")
-	flag.StringVar(&o.local, "local", "127.0.0.1:0", "local UDP address")
-	flag.StringVar(&o.remote, "remote", "", "remote UDP address (client)")
-	flag.StringVar(&o.label, "label", "", "label of the channel this side opens")
-	flag.StringVar(&o.protocol, "protocol", "", "protocol of the channel this side opens")
-	flag.BoolVar(&o.ordered, "ordered", true, "ordered delivery")
-	flag.IntVar(&o.maxRetransmits, "max-retransmits", -1, "partial reliability: retransmissions")
-	flag.IntVar(&o.maxLifetimeMs, "max-lifetime-ms", -1, "partial reliability: lifetime in ms")
-	flag.IntVar(&o.count, "count", 10, "messages to send")
-	flag.IntVar(&o.size, "size", 64, "bytes per message")
-	flag.BoolVar(&o.echo, "echo", false, "echo messages on channels the peer opens")
-	flag.BoolVar(&o.expectEcho, "expect-echo", true, "check that the peer echoes what we send")
-	flag.Float64Var(&o.timeout, "timeout", 20, "hard limit in seconds")
-	flag.Parse()
-	return o
-}
-
 func main() {
 	o := parse()
 	switch {
@@ -407,6 +344,10 @@ func main() {
 		finish(errors.New("a client needs -remote"))
 	case o.size < 0 || o.size > maxMessage || o.count < 0:
 		finish(fmt.Errorf("-size must be 0...%d and -count at least 0", maxMessage))
+	case o.inject != "" && o.inject != "dcep-unknown" && o.inject != "ppid-unknown":
+		finish(errors.New("-inject must be dcep-unknown or ppid-unknown"))
+	case o.stream < -1 || o.stream > 65534:
+		finish(errors.New("-stream must be -1 or 0...65534"))
 	case o.timeout <= 0 || o.timeout > 600:
 		finish(errors.New("-timeout must be in (0, 600] seconds"))
 	}
@@ -452,6 +393,8 @@ func main() {
 
 	// Accept every channel the peer opens, for as long as the association lives.
 	associationEnded := make(chan struct{})
+	firstAccepted := make(chan struct{})
+	var firstOnce sync.Once
 	go func() {
 		defer close(associationEnded)
 		var accepted []*datachannel.DataChannel
@@ -464,6 +407,7 @@ func main() {
 				continue // a new stream that did not start with a valid DCEP open: not a channel
 			}
 			accepted = append(accepted, dc)
+			firstOnce.Do(func() { close(firstAccepted) })
 			mu.Lock()
 			stats.Channels = append(stats.Channels, channelInfo{Label: dc.Config.Label, Protocol: dc.Config.Protocol})
 			mu.Unlock()
@@ -472,10 +416,19 @@ func main() {
 	}()
 
 	opens := o.role == "client" || o.label != ""
+	if opens && o.openAfterAccept {
+		select {
+		case <-firstAccepted:
+		case <-associationEnded:
+		}
+	}
 	if opens {
 		streamID := uint16(0)
 		if o.role == "server" {
 			streamID = 1
+		}
+		if o.stream >= 0 {
+			streamID = uint16(o.stream)
 		}
 		if err := openAndSend(association, o, streamID); err != nil {
 			finish(err)
