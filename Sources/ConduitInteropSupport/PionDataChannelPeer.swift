@@ -236,7 +236,13 @@ public final class PionDataChannelPeer: Sendable {
     static func compiled() async throws -> String {
         let task = build.withLock { task in
             if let task { return task }
-            let new = Task.detached { try compile() }
+            // `go build` blocks for seconds: on a Dispatch thread, not one of the cooperative
+            // pool's (two on two cores), which would stall every other test meanwhile.
+            let new = Task<String, any Error> {
+                try await withCheckedThrowingContinuation { continuation in
+                    DispatchQueue.global().async { continuation.resume(with: Result { try compile() }) }
+                }
+            }
             task = new
             return new
         }

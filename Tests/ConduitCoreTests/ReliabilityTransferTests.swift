@@ -19,14 +19,17 @@ func harshImpairment(seed: UInt64) -> ImpairmentConfiguration {
 
 @Suite("Reliable link: transfers")
 struct ReliabilityTransferTests {
-    /// 2,000 messages of 1 B ... 128 KiB (log-uniform), cut by the real Fragmenter into frames of
-    /// `maxFramePayload` bytes, sent on one ordered reliable channel and rebuilt by the real
-    /// Reassembler: every message exactly once, in order, byte-identical.
+    /// 500 messages (10,000 with CONDUIT_SOAK=1) of 1 B ... 128 KiB (log-uniform), cut by the
+    /// real Fragmenter into frames of `maxFramePayload` bytes, sent on one ordered reliable
+    /// channel and rebuilt by the real Reassembler: every message exactly once, in order,
+    /// byte-identical.
     @Test func reliableOrderedMessagesSurviveLossReorderingAndDuplication() throws {
         let configuration = ARQEngine.Configuration()
         var harness = ARQEngineHarness(a: configuration, aToB: harshImpairment(seed: 101), bToA: harshImpairment(seed: 202))
         var random = SeededRandom(seed: 7)
-        let count = Soak.isEnabled ? 10_000 : 2_000
+        // Synchronous and CPU-bound: 2,000 held one of the two cooperative threads for 10 s, and
+        // the wall-clock connect limits of the suites beside it ran out.
+        let count = Soak.isEnabled ? 10_000 : 500
         let messages: [[UInt8]] = (0..<count).map { _ in
             var size = 0
             while size == 0 { size = random.logUniformSize(max: 131_072) }

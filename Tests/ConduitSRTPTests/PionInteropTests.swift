@@ -15,7 +15,7 @@ import Testing
 @Suite("SRTP interoperability with pion/srtp", .enabled(if: PionInterop.isAvailable, "needs golang-go and golang-github-pion-srtp.v2-dev"))
 struct PionInteropTests {
     @Test(arguments: SRTPProfile.allCases)
-    func conduitAndPionReadEachOthersPackets(_ profile: SRTPProfile) throws {
+    func conduitAndPionReadEachOthersPackets(_ profile: SRTPProfile) async throws {
         var random = SeededRandom(seed: 0x5E7 &+ UInt64(profile.wireIndex))
         let key = try SRTPKeyMaterial(profile: profile, keyAndSalt: random.bytes(profile.keyMaterialLength))
         let ours = try SRTPSession(profile: profile, outbound: key, inbound: key)
@@ -43,7 +43,7 @@ struct PionInteropTests {
             protectedRTCP.append(bytes)
         }
 
-        let reply = try PionInterop.run([
+        let reply = try await PionInterop.run([
             "profile": profile.name,
             "key": key.base64,
             "decrypt_rtp": protectedRTP.map(PionInterop.hex),
@@ -95,8 +95,10 @@ enum PionInterop {
         return out
     }
 
-    /// Runs the pion program on one request; its JSON reply, each list by name.
-    static func run(_ request: [String: Any]) throws -> [String: [String]] {
+    /// Runs the pion program on one request; its JSON reply, each list by name. `go run` takes
+    /// seconds: the wait suspends (the termination handler resumes it) instead of blocking a
+    /// thread of the cooperative pool, which would stall every other test with it.
+    static func run(_ request: [String: Any]) async throws -> [String: [String]] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/go")
         process.arguments = ["run", program]
@@ -106,20 +108,26 @@ enum PionInterop {
         environment["GOFLAGS"] = ""
         environment["GOCACHE"] = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-go-cache").path
         process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
+        // Files, not pipes: nothing has to read while the program runs.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("srtp-pion-\(UUID().uuidString)")
+        let (inputURL, outputURL, errorURL) = (scratch.appendingPathExtension("in"), scratch.appendingPathExtension("out"), scratch.appendingPathExtension("err"))
+        defer { for url in [inputURL, outputURL, errorURL] { try? FileManager.default.removeItem(at: url) } }
+        try JSONSerialization.data(withJSONObject: request).write(to: inputURL)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        let (input, output, errors) = (try FileHandle(forReadingFrom: inputURL), try FileHandle(forWritingTo: outputURL), try FileHandle(forWritingTo: errorURL))
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ConduitError(.protocolViolation, "srtp-pion failed (\(process.terminationStatus)): \(problems)")
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        for handle in [input, output, errors] { try handle.close() }
+        let data = try Data(contentsOf: outputURL)
+        let problems = String(decoding: try Data(contentsOf: errorURL), as: UTF8.self)
+        guard status == 0 else {
+            throw ConduitError(.protocolViolation, "srtp-pion failed (\(status)): \(problems)")
         }
         let object = try JSONSerialization.jsonObject(with: data) as? [String: [String]?] ?? [:]
         return object.compactMapValues { $0 }
