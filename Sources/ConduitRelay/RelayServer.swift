@@ -224,7 +224,8 @@ public actor RelayServer {
     }
 
     private func writeLoop(_ id: RelayConnectionID, _ link: any TransportLink, _ wakeups: AsyncStream<Void>) async {
-        var batch = DatagramBatch(reservingBytes: 64 * 1024, datagrams: 64)
+        // Grown by use, not reserved: a link that is refused or never joins writes one small frame.
+        var batch = DatagramBatch()
         for await _ in wakeups {
             while true {
                 batch.removeAll()
