@@ -1,0 +1,62 @@
+import ConduitCore
+@testable import ConduitUDP
+import Testing
+
+/// The UDP listener's per-address limits over 127.0.0.1: refusals are counted, and a link that
+/// ends gives its address its slot back.
+@Suite("UDP listener limits", .timeLimit(.minutes(1)))
+struct UDPListenerLimitTests {
+    static func listen(_ limits: UDPTransport.Configuration.ListenerLimits) async throws -> (UDPTransport, UDPListener) {
+        var configuration = UDPTransport.Configuration()
+        configuration.listenerLimits = limits
+        let transport = UDPTransport(configuration: configuration)
+        return (transport, try await transport.listenUDP(host: "127.0.0.1", port: 0))
+    }
+
+    @Test func oneAddressHoldsAtMostItsLinks() async throws {
+        let (transport, listener) = try await Self.listen(.init(maxLinksPerAddress: 3))
+        var links: [any TransportLink] = []
+        for _ in 0..<3 { links.append(try await transport.connect(to: listener.localURL, timeout: .seconds(5))) }
+        await #expect(throws: ConduitError.self) { try await transport.connect(to: listener.localURL, timeout: .milliseconds(400)) }
+        #expect(await listener.statistics().refusedPerAddressLimit >= 1)
+        #expect(await listener.statistics().linksEstablished == 3)
+        // The listener's side of a link ends: the address may connect again.
+        let accepted = await listener.acceptUDP()
+        await accepted?.close()
+        links.append(try await transport.connect(to: listener.localURL, timeout: .seconds(5)))
+        #expect(await listener.statistics().linksEstablished == 4)
+        for link in links { await link.close() }
+        await listener.close()
+    }
+
+    @Test func handshakesPerSecondPerAddressAreCapped() async throws {
+        let (transport, listener) = try await Self.listen(.init(handshakesPerSecondPerAddress: 2))
+        var links: [any TransportLink] = []
+        for _ in 0..<2 { links.append(try await transport.connect(to: listener.localURL, timeout: .seconds(5))) }
+        await #expect(throws: ConduitError.self) { try await transport.connect(to: listener.localURL, timeout: .milliseconds(300)) }
+        #expect(await listener.statistics().refusedHandshakeRate >= 1)
+        for link in links { await link.close() }
+        await listener.close()
+    }
+
+    @Test func limitsBelowOneAreRefusedByName() {
+        var configuration = UDPTransport.Configuration()
+        configuration.listenerLimits.maxLinksPerAddress = 0
+        #expect(throws: ConduitError.self) { try configuration.validate() }
+    }
+
+    @Test func theLedgerCountsLinksAndPacesHandshakesPerAddress() {
+        var ledger = UDPAddressLedger(limits: .init(maxLinksPerAddress: 2, handshakesPerSecondPerAddress: 3))
+        let now = ConduitInstant(nanoseconds: 5_000_000_000)
+        #expect(ledger.admit("10.0.0.1", now: now) == .admitted)
+        #expect(ledger.admit("10.0.0.1", now: now) == .admitted)
+        #expect(ledger.admit("10.0.0.1", now: now) == .tooManyLinks)
+        #expect(ledger.admit("10.0.0.2", now: now) == .admitted)
+        ledger.release("10.0.0.1")
+        #expect(ledger.admit("10.0.0.1", now: now) == .admitted)
+        ledger.release("10.0.0.1")
+        // Three handshakes this second already.
+        #expect(ledger.admit("10.0.0.1", now: now) == .tooManyHandshakes)
+        #expect(ledger.admit("10.0.0.1", now: now + .milliseconds(334)) == .admitted)
+    }
+}
