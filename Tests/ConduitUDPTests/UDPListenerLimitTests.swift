@@ -1,4 +1,7 @@
+import Conduit
+import ConduitARQ
 import ConduitCore
+import ConduitReliableTransport
 @testable import ConduitUDP
 import Testing
 
@@ -37,6 +40,30 @@ struct UDPListenerLimitTests {
         #expect(await listener.statistics().refusedHandshakeRate >= 1)
         for link in links { await link.close() }
         await listener.close()
+    }
+
+    /// Issue 18: 64 links that connect, keep their link alive and never greet used to hold
+    /// `conduit listen` (one handshake at a time, a full backlog behind it). Now a caller that
+    /// greets is accepted while they wait out their deadline.
+    @Test func linksThatNeverGreetDoNotBlockACaller() async throws {
+        let transport = UDPTransport()
+        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(transport))
+        let listener = try await runtime.listen(on: "udp://127.0.0.1:0", as: "bob")
+        var silent: [any TransportLink] = []
+        for _ in 0..<64 {
+            let raw = try await transport.connect(to: listener.url, timeout: .seconds(5))
+            silent.append(await ReliableTransportLink.wrapIfNeeded(raw, configuration: ARQEngine.Configuration()))
+        }
+        async let accepted = listener.accept()
+        let call = try await runtime.connect(to: listener.url.description, as: "alice")
+        let answered = try await accepted
+        #expect(answered?.remotePeer == "alice")
+        await call.hangUp()
+        await answered?.hangUp()
+        for link in silent { await link.close() }
+        await listener.close()
+        let afterClose = try await listener.accept()
+        #expect(afterClose == nil)
     }
 
     @Test func limitsBelowOneAreRefusedByName() {
