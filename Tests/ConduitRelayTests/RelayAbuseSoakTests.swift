@@ -22,12 +22,8 @@ import Testing
 struct RelayAbuseSoakTests {
     @Test("1,100 links that ping but never join, then a member joins")
     func elevenHundredPingers() async throws {
-        let transport = RelayAbuseUDPTests.transport()
-        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(transport))
-        let server = RelayServer(authority: RelayTokenAuthority(secret: RelayAbuseUDPTests.secret), registry: runtime.registry)
-        let url = try await server.listen(on: "udp://127.0.0.1:0")
-        var pingers: [any TransportLink] = []
-        for _ in 0..<1_100 { pingers.append(try await RelayAbuseUDPTests.unjoinedLink(to: url, via: transport)) }
+        let rig = try await RelayAbuseUDPTests.Rig.start()
+        let pingers = try await rig.unjoinedLinks(1_100)
         let pinging = Task {
             while !Task.isCancelled {
                 for link in pingers { try? await link.write(RelayAbuseUDPTests.batch(RoomControlFrame.ping.encoded)) }
@@ -35,9 +31,9 @@ struct RelayAbuseSoakTests {
             }
         }
         let started = ContinuousClock.now
-        let alice = try await runtime.join(relay: url.description, room: "room", as: "alice", token: RelayAbuseUDPTests.token("alice"))
+        let alice = try await rig.join("alice")
         let took = ContinuousClock.now - started
-        let statistics = await server.statistics
+        let statistics = await rig.server.statistics
         print("abuse soak: 1,100 pinging links; a member joined in \(took); pendingEvicted \(statistics.pendingEvicted), joinDeadlinesMissed \(statistics.joinDeadlinesMissed)")
         #expect(statistics.joins == 1)
         // Opening 1,100 links takes seconds: the pingers that had waited their join timeout were
@@ -45,8 +41,7 @@ struct RelayAbuseSoakTests {
         #expect(statistics.pendingEvicted + statistics.joinDeadlinesMissed >= 1_100 + 1 - RelayConfiguration().maxPendingConnections)
         pinging.cancel()
         await alice.leave()
-        for link in pingers { await link.close() }
-        await server.shutdown()
+        await rig.stop(closing: pingers)
     }
 
     @Test("a join storm with bad tokens and 200,000 junk datagrams: RSS returns, a member keeps its rate and latency")

@@ -53,35 +53,53 @@ struct RelayAbuseUDPTests {
         return nil
     }
 
+    /// A relay on 127.0.0.1 with its transport and a runtime for members.
+    struct Rig {
+        let transport: UDPTransport
+        let runtime: ConduitRuntime
+        let server: RelayServer
+        let url: TransportURL
+
+        static func start(_ configuration: RelayConfiguration = .init()) async throws -> Rig {
+            let transport = RelayAbuseUDPTests.transport()
+            let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(transport))
+            let server = RelayServer(authority: RelayTokenAuthority(secret: RelayAbuseUDPTests.secret), configuration: configuration, registry: runtime.registry)
+            return Rig(transport: transport, runtime: runtime, server: server, url: try await server.listen(on: "udp://127.0.0.1:0"))
+        }
+
+        func unjoinedLinks(_ count: Int) async throws -> [any TransportLink] {
+            var links: [any TransportLink] = []
+            for _ in 0..<count { links.append(try await RelayAbuseUDPTests.unjoinedLink(to: url, via: transport)) }
+            return links
+        }
+
+        func join(_ peer: PeerID) async throws(ConduitError) -> Conference {
+            try await runtime.join(relay: url.description, room: "room", as: peer, token: RelayAbuseUDPTests.token(peer))
+        }
+
+        func stop(closing links: [any TransportLink]) async {
+            for link in links { await link.close() }
+            await server.shutdown()
+        }
+    }
+
     @Test("a few hundred links that ping but never join fill the pending table; a member still joins, and the oldest of them make way")
     func pingingLinksDoNotLockAMemberOut() async throws {
-        let transport = Self.transport()
-        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(transport))
-        let configuration = RelayConfiguration(maxPendingConnections: 128, joinTimeout: .seconds(60))
-        let server = RelayServer(authority: RelayTokenAuthority(secret: Self.secret), configuration: configuration, registry: runtime.registry)
-        let url = try await server.listen(on: "udp://127.0.0.1:0")
-        var pingers: [any TransportLink] = []
-        for _ in 0..<200 { pingers.append(try await Self.unjoinedLink(to: url, via: transport)) }
-        let alice = try await runtime.join(relay: url.description, room: "room", as: "alice", token: Self.token("alice"))
-        #expect(await server.members(of: "room").values.contains("alice"))
+        let rig = try await Rig.start(RelayConfiguration(maxPendingConnections: 128, joinTimeout: .seconds(60)))
+        let pingers = try await rig.unjoinedLinks(200)
+        let alice = try await rig.join("alice")
+        #expect(await rig.server.members(of: "room").values.contains("alice"))
         // 200 pingers and alice opened links into 128 slots: the 73 oldest pingers were evicted.
-        #expect(await server.statistics.pendingEvicted == 200 + 1 - 128)
+        #expect(await rig.server.statistics.pendingEvicted == 200 + 1 - 128)
         #expect(try await Self.refusal(on: pingers[0]) == .notJoined)
         await alice.leave()
-        for link in pingers { await link.close() }
-        await server.shutdown()
+        await rig.stop(closing: pingers)
     }
 
     @Test("links that keep pinging are refused at their join deadline, each told notJoined")
     func pingsDoNotExtendTheJoinDeadline() async throws {
-        let transport = Self.transport()
-        let registry = TransportRegistry.defaults.registering(transport)
-        let server = RelayServer(
-            authority: RelayTokenAuthority(secret: Self.secret), configuration: RelayConfiguration(joinTimeout: .milliseconds(600)), registry: registry
-        )
-        let url = try await server.listen(on: "udp://127.0.0.1:0")
-        var pingers: [any TransportLink] = []
-        for _ in 0..<20 { pingers.append(try await Self.unjoinedLink(to: url, via: transport)) }
+        let rig = try await Rig.start(RelayConfiguration(joinTimeout: .milliseconds(600)))
+        let pingers = try await rig.unjoinedLinks(20)
         let pinging = Task {
             while !Task.isCancelled {
                 for link in pingers { try? await link.write(Self.batch(RoomControlFrame.ping.encoded)) }
@@ -90,19 +108,15 @@ struct RelayAbuseUDPTests {
         }
         for link in pingers { #expect(try await Self.refusal(on: link) == .notJoined) }
         pinging.cancel()
-        #expect(await server.statistics.joinDeadlinesMissed == 20)
-        for link in pingers { await link.close() }
-        await server.shutdown()
+        #expect(await rig.server.statistics.joinDeadlinesMissed == 20)
+        await rig.stop(closing: pingers)
     }
 
     @Test("a token over the relay's limit, and a join whose token length field lies, are refused at once with a typed reason")
     func badTokensGetATypedRefusal() async throws {
-        let transport = Self.transport()
-        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(transport))
-        let server = RelayServer(authority: RelayTokenAuthority(secret: Self.secret), configuration: RelayConfiguration(maxTokenBytes: 64), registry: runtime.registry)
-        let url = try await server.listen(on: "udp://127.0.0.1:0")
+        let rig = try await Rig.start(RelayConfiguration(maxTokenBytes: 64))
         do {
-            _ = try await runtime.join(relay: url.description, room: "room", as: "alice", token: Self.token("alice"))
+            _ = try await rig.join("alice")
             Issue.record("a token over maxTokenBytes was admitted")
         } catch {
             #expect(error.code == .connectionFailed)
@@ -113,11 +127,10 @@ struct RelayAbuseUDPTests {
         let field = RoomControlFrame.headerSize + 1 + 4 + 1 + 3 + 1
         lying[field] = 0xEA
         lying[field + 1] = 0x60
-        let link = try await Self.unjoinedLink(to: url, via: transport)
+        let link = try await Self.unjoinedLink(to: rig.url, via: rig.transport)
         try await link.write(Self.batch(lying))
         #expect(try await Self.refusal(on: link) == .tokenTooLarge)
-        #expect(await server.statistics.refusals(.tokenTooLarge) == 2)
-        await link.close()
-        await server.shutdown()
+        #expect(await rig.server.statistics.refusals(.tokenTooLarge) == 2)
+        await rig.stop(closing: [link])
     }
 }
