@@ -112,45 +112,73 @@ public struct ConduitRuntime: Sendable {
 }
 
 /// Accepts calls on one transport address.
+///
+/// Handshakes run side by side (at most ``maxConcurrentHandshakes``), each within the
+/// configuration's `connectTimeout`, which nothing the link sends extends: links that connect and
+/// never greet hold up no caller that does, and are dropped at their deadline.
 public final class CallListener: Sendable {
+    /// Handshakes in progress at once; the transport's own backlog holds the links beyond them.
+    public static let maxConcurrentHandshakes = 256
+
     private let listener: any TransportListener
-    private let peer: PeerID
-    private let configuration: ConduitConfiguration
-    private let reliability: ARQEngine.Configuration
-    private let observability: ConduitObservability
-    private let clock: (any ConduitClock)?
+    /// Calls whose handshake completed, waiting for ``accept()``; last, why the transport stopped
+    /// accepting if it failed.
+    private let established = AsyncBoundedChannel<Result<Call, ConduitError>>(capacity: 16)
 
     init(
         listener: any TransportListener, peer: PeerID, configuration: ConduitConfiguration, reliability: ARQEngine.Configuration, observability: ConduitObservability,
         clock: (any ConduitClock)?
     ) {
-        self.clock = clock
         self.listener = listener
-        self.peer = peer
-        self.configuration = configuration
-        self.reliability = reliability
-        self.observability = observability
+        let established = self.established
+        Task {
+            await withTaskGroup(of: Void.self) { group in
+                var inFlight = 0
+                while true {
+                    let raw: (any TransportLink)?
+                    do throws(ConduitError) { raw = try await listener.accept() } catch {
+                        await group.waitForAll()
+                        _ = await established.send(.failure(error))
+                        break
+                    }
+                    guard let raw else { break }
+                    if inFlight >= Self.maxConcurrentHandshakes {
+                        await group.next()
+                        inFlight -= 1
+                    }
+                    inFlight += 1
+                    group.addTask {
+                        let link = await ReliableTransportLink.wrapIfNeeded(
+                            raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory,
+                            transport: listener.localURL.scheme, clock: clock
+                        )
+                        let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme, clock: clock)
+                        // A link whose handshake fails or times out is dropped (the engine closes it).
+                        guard let call = try? await engine.establish(timeout: configuration.connectTimeout) else { return }
+                        if await !established.send(.success(call)) { await call.hangUp() }
+                    }
+                }
+                await group.waitForAll()
+            }
+            established.finish()
+        }
     }
 
     /// The address callers reach this listener at.
     public var url: TransportURL { listener.localURL }
 
-    /// The next call whose handshake completed, or nil once the listener is closed. A link whose
-    /// handshake fails or times out is dropped and the next one is awaited.
+    /// The next call whose handshake completed, or nil once the listener is closed. Links whose
+    /// handshake fails or times out are dropped; they never delay a call that completes.
     public func accept() async throws(ConduitError) -> Call? {
-        while let raw = try await listener.accept() {
-            let link = await ReliableTransportLink.wrapIfNeeded(
-                raw, configuration: reliability, logger: observability.logger, metricsFactory: observability.metricsFactory, transport: listener.localURL.scheme,
-                clock: clock
-            )
-            let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: listener.localURL.scheme, clock: clock)
-            if let call = try? await engine.establish(timeout: configuration.connectTimeout) { return call }
-        }
-        return nil
+        try await established.next()?.get()
     }
 
-    /// Stops accepting: ``accept()`` returns nil from then on.
-    public func close() async { await listener.close() }
+    /// Stops accepting: ``accept()`` returns nil from then on; calls established but not yet
+    /// accepted are hung up.
+    public func close() async {
+        await listener.close()
+        for case .success(let call) in established.finishAndDiscard() { await call.hangUp() }
+    }
 }
 
 /// Runs `body`, failing with `timedOut` if it takes longer than `limit`.

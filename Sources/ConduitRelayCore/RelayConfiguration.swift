@@ -13,8 +13,19 @@ public struct RelayConfiguration: Sendable, Hashable {
     public var maxSubscriptionsPerMember: Int
     /// Sessions (stream × subgroup) one member may have open.
     public var maxSessionsPerMember: Int
-    /// Links that have not joined yet (a flood of them is refused, not stored).
+    /// Links that have not joined yet. When the table is full a new link takes the place of the
+    /// oldest one still waiting (``RelayStatistics/pendingEvicted``): a flood of links that never
+    /// join cannot keep a legitimate joiner out.
     public var maxPendingConnections: Int
+    /// A link must send its join within this long of opening, or it is refused (`notJoined`) and
+    /// closed (``RelayStatistics/joinDeadlinesMissed``). Pings do not extend it.
+    public var joinTimeout: Duration
+    /// Join attempts the relay authorizes per second (bursts up to one second's worth); more are
+    /// refused (`joinRateLimited`) without verifying their tokens.
+    public var maxJoinAttemptsPerSecond: Int
+    /// The longest token a join may carry (at most `RoomControlFrame.maxTokenBytes`, the
+    /// protocol's limit); a longer one is refused (`tokenTooLarge`) at once.
+    public var maxTokenBytes: Int
     /// A receiver's queue of reliable frames may grow to this many bytes; one more and the
     /// receiver is isolated: disconnected as a `slowReceiver` (the room never waits for it).
     public var maxQueuedBytesPerReceiver: Int
@@ -51,6 +62,9 @@ public struct RelayConfiguration: Sendable, Hashable {
         maxSubscriptionsPerMember: Int = 64,
         maxSessionsPerMember: Int = 512,
         maxPendingConnections: Int = 1_024,
+        joinTimeout: Duration = .seconds(5),
+        maxJoinAttemptsPerSecond: Int = 1_000,
+        maxTokenBytes: Int = RoomControlFrame.maxTokenBytes,
         maxQueuedBytesPerReceiver: Int = 8 * 1024 * 1024,
         receiverHighWater: Int = 1024 * 1024,
         laggingAfter: Duration = .seconds(1),
@@ -67,6 +81,9 @@ public struct RelayConfiguration: Sendable, Hashable {
         self.maxSubscriptionsPerMember = maxSubscriptionsPerMember
         self.maxSessionsPerMember = maxSessionsPerMember
         self.maxPendingConnections = maxPendingConnections
+        self.joinTimeout = joinTimeout
+        self.maxJoinAttemptsPerSecond = maxJoinAttemptsPerSecond
+        self.maxTokenBytes = min(maxTokenBytes, RoomControlFrame.maxTokenBytes)
         self.maxQueuedBytesPerReceiver = maxQueuedBytesPerReceiver
         self.receiverHighWater = receiverHighWater
         self.laggingAfter = laggingAfter
@@ -169,6 +186,12 @@ public struct RelayStatistics: Sendable, Hashable {
     public var laggingReceivers = 0
     /// Members removed because they sent nothing for `vanishTimeout`.
     public var vanished = 0
+    /// Links closed because no join came within `joinTimeout` of opening (pings do not count).
+    public var joinDeadlinesMissed = 0
+    /// Links that had not joined, closed to make room for a new link when the pending table was full.
+    public var pendingEvicted = 0
+    /// Join attempts refused over `maxJoinAttemptsPerSecond` (also counted as `joinRateLimited` refusals).
+    public var joinsRateLimited = 0
     /// Joins accepted.
     public var joins = 0
     /// Members that left the room (by leaving or losing their link).

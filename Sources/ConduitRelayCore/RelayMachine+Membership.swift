@@ -9,6 +9,7 @@ extension RelayMachine {
                 refuseFrame(.alreadyJoined)
                 return
             }
+            guard mayAuthorizeJoin(id, tokenBytes: token.count, now: now) else { return }
             let request = RelayJoinRequest(room: room, peer: peer, dataSessionsSupported: supported, token: token)
             connections[id]!.phase = .authorizing(request)
             actions.append(.authorize(id, request))
@@ -287,6 +288,7 @@ extension RelayMachine {
             if case .closing = connection.phase { continue }
             // A link the relay is not reading cannot be heard: it is not vanishing.
             if !pausedReaders.contains(id) { consider(connection.lastHeard + configuration.vanishTimeout) }
+            if case .awaitingJoin = connection.phase { consider(connection.openedAt + configuration.joinTimeout) }
         }
         if let due = backpressureDeadline() { consider(due) }
         return deadline
@@ -296,6 +298,7 @@ extension RelayMachine {
     public mutating func handleTimeout(now: ConduitInstant) {
         latestNow = max(latestNow, now)
         handleBackpressureTimeouts(now: now)
+        refuseLinksPastJoinDeadline(now: now)
         for (id, connection) in connections.sorted(by: { $0.key < $1.key }) {
             guard now - connection.lastHeard >= configuration.vanishTimeout, !pausedReaders.contains(id) else { continue }
             switch connection.phase {

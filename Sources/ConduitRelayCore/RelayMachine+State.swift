@@ -22,6 +22,8 @@ extension RelayMachine {
         /// A `.transmit` action is outstanding (one per non-empty outbox, not one per frame).
         var transmitSignalled = false
         var lastHeard: ConduitInstant
+        /// When the link opened: its join is due `joinTimeout` later, whatever else it sends.
+        var openedAt: ConduitInstant
         /// Unreliable frames dropped for this receiver.
         var unreliableDropped = 0
         /// When the queue went above the high-water mark (nil: below it, or back under half).

@@ -23,6 +23,11 @@ public struct RelayMachine: Sendable {
     var rooms: [RoomID: Room] = [:]
     var actions = Deque<RelayAction>()
     var pendingConnections = 0
+    /// Links in the order they opened, for evicting the oldest unjoined one (entries of links
+    /// that joined or closed since are skipped and compacted away; see RelayMachine+Admission.swift).
+    var pendingOrder = Deque<RelayConnectionID>()
+    /// Paces join attempts (`maxJoinAttemptsPerSecond`).
+    var joinLimiter: EventRateLimiter
     /// Connections whose queue is above the high-water mark, and senders left unread because of
     /// them (see RelayMachine+Backpressure.swift).
     var fullReceivers: Set<RelayConnectionID> = []
@@ -38,6 +43,7 @@ public struct RelayMachine: Sendable {
     ///   - invitationKey: makes invitation IDs unpredictable; tests pass a fixed one.
     public init(configuration: RelayConfiguration = .init(), invitationKey: UInt64 = .random(in: .min ... .max)) {
         self.configuration = configuration
+        self.joinLimiter = EventRateLimiter(perSecond: configuration.maxJoinAttemptsPerSecond, now: .zero)
         self.invitations = RelayInvitations(configuration: configuration.invitations, key: invitationKey)
     }
 
@@ -46,12 +52,19 @@ public struct RelayMachine: Sendable {
 
     // MARK: Connections
 
-    /// A new link. Returns false (and the driver should close it) if too many links are waiting to join.
+    /// A new link: it has `joinTimeout` to join. When `maxPendingConnections` links are waiting
+    /// already, the oldest of them is refused and closed to make room (counted as
+    /// ``RelayStatistics/pendingEvicted``). Returns false (and the driver should close the link)
+    /// only if none could be (a zero cap).
     public mutating func connectionOpened(_ id: RelayConnectionID, now: ConduitInstant) -> Bool {
         guard connections[id] == nil else { return true }
-        guard pendingConnections < configuration.maxPendingConnections else { return false }
+        latestNow = max(latestNow, now)
+        if pendingConnections >= configuration.maxPendingConnections {
+            guard evictOldestPending(now: now) else { return false }
+        }
         pendingConnections += 1
-        connections[id] = Connection(lastHeard: now)
+        connections[id] = Connection(lastHeard: now, openedAt: now)
+        notePending(id)
         return true
     }
 
@@ -137,7 +150,8 @@ public struct RelayMachine: Sendable {
             handleChannel(id, datagram: datagram, now: now)
         case .room?:
             do { handleRoomControl(id, try RoomControlFrame.parse(datagram), now: now) } catch {
-                refuseFrame(.malformed)
+                // A join that does not parse is answered at once; the client is not left to time out.
+                if !refuseUnparsableJoin(id, datagram, now: now) { refuseFrame(.malformed) }
             }
         case nil:
             refuseFrame(.malformed)

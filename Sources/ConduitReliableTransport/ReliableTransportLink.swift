@@ -59,7 +59,9 @@ public actor ReliableTransportLink: TransportLink {
     private var closeReason: String?
     private var isClosed = false
     private var dueInARow = 0
-    private var outputBatch = DatagramBatch(reservingBytes: 64 * 1_500, datagrams: 64)
+    /// Reused for every write, and grown by the first ones: nothing is reserved up front, so a
+    /// link that never sends much (a relay's flood of links that never join) costs no 96 KB buffer.
+    private var outputBatch = DatagramBatch()
     /// Lifecycle logs and the engine's counters as metrics.
     private var observer: ARQEngineObserver
 

@@ -95,6 +95,9 @@ struct RelayService: Service {
         Gauge(label: "conduit_relay_bytes_relayed").record(statistics.bytesRelayed)
         Gauge(label: "conduit_relay_unreliable_dropped").record(statistics.unreliableDropped)
         Gauge(label: "conduit_relay_slow_receivers").record(statistics.slowReceiversDisconnected)
+        Gauge(label: "conduit_relay_join_deadlines_missed").record(statistics.joinDeadlinesMissed)
+        Gauge(label: "conduit_relay_pending_evicted").record(statistics.pendingEvicted)
+        Gauge(label: "conduit_relay_joins_rate_limited").record(statistics.joinsRateLimited)
         for refusal in RelayRefusal.allCases {
             Gauge(label: "conduit_relay_refusals", dimensions: [("kind", refusal.description)]).record(statistics.refusals(refusal))
         }
@@ -105,6 +108,8 @@ struct RelayService: Service {
             "joins": "\(statistics.joins)", "leaves": "\(statistics.leaves)", "vanished": "\(statistics.vanished)",
             "framesRelayed": "\(statistics.framesRelayed)", "bytesRelayed": "\(statistics.bytesRelayed)",
             "unreliableDropped": "\(statistics.unreliableDropped)", "slowReceivers": "\(statistics.slowReceiversDisconnected)",
+            "joinDeadlinesMissed": "\(statistics.joinDeadlinesMissed)", "pendingEvicted": "\(statistics.pendingEvicted)",
+            "joinsRateLimited": "\(statistics.joinsRateLimited)",
         ]
         for (kind, count) in statistics.refusals where count > 0 { metadata["refused.\(kind)"] = "\(count)" }
         return metadata

@@ -41,6 +41,11 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
     case overLimit = 18
     /// A labeled channel declared with options other than those the label already has.
     case channelMismatch = 19
+    /// The join's token is longer than the relay accepts (its `maxTokenBytes`), or its length
+    /// field claims more bytes than the protocol allows.
+    case tokenTooLarge = 20
+    /// The relay is taking more join attempts per second than it is configured for: try again.
+    case joinRateLimited = 21
 
     public var description: String {
         switch self {
@@ -63,6 +68,8 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
         case .alreadyJoined: "alreadyJoined"
         case .overLimit: "overLimit"
         case .channelMismatch: "channelMismatch"
+        case .tokenTooLarge: "tokenTooLarge"
+        case .joinRateLimited: "joinRateLimited"
         }
     }
 }

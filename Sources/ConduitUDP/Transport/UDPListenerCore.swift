@@ -4,18 +4,18 @@ import NIOCore
 /// The listener's event-loop side: the stateless cookie exchange and the demultiplexer from
 /// remote address to established link. Everything here runs on the listening channel's loop.
 final class UDPListenerCore: Sendable {
-    static let maxLinks = 1024
-    static let maxPending = 64
-
     struct State {
         var links: [SocketAddress: UDPLink] = [:]
+        /// Links and handshakes per remote IP address (the listener's per-address limits).
+        var addresses: UDPAddressLedger
         var dirty: [UDPLink] = []
         var statistics = UDPListenerStatistics()
         var isOpen = true
     }
 
     let state: NIOLoopBoundBox<State>
-    let backlog = AsyncBoundedChannel<UDPLink>(capacity: maxPending)
+    let backlog: AsyncBoundedChannel<UDPLink>
+    let limits: UDPTransport.Configuration.ListenerLimits
     let mtu: Int
     /// Which links send runs of datagrams as one segmentation-offload write.
     let offload: UDPOffloadPolicy
@@ -32,12 +32,14 @@ final class UDPListenerCore: Sendable {
 
     init(
         loop: any EventLoop, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
-        observer: UDPObserver? = nil, directSocket: UDPDirectSocket? = nil
+        observer: UDPObserver? = nil, directSocket: UDPDirectSocket? = nil, limits: UDPTransport.Configuration.ListenerLimits = .init()
     ) {
+        self.limits = limits
+        backlog = AsyncBoundedChannel<UDPLink>(capacity: limits.maxAwaitingAccept)
         self.observer = observer
         self.directSocket = directSocket
         var random = SystemRandomNumberGenerator()
-        state = .makeBoxSendingValue(State(), eventLoop: loop)
+        state = .makeBoxSendingValue(State(addresses: UDPAddressLedger(limits: limits)), eventLoop: loop)
         ssrc = random.next()
         self.mtu = mtu
         self.offload = offload
@@ -100,7 +102,7 @@ final class UDPListenerCore: Sendable {
                 state.value.statistics.badCookies += 1
                 return
             }
-            guard hasRoom() else { return }
+            guard hasRoom(), admitAddress(from) else { return }
             establish(from: from, ssrc: client, nonce: nonce, mtu: min(Int(mtu), self.mtu), via: channel)
         case .cookie, .accept, .bye, .reject:
             state.value.statistics.strayDatagrams += 1
@@ -109,12 +111,27 @@ final class UDPListenerCore: Sendable {
 
     /// False (counting the refusal) when another link would exceed a limit.
     private func hasRoom() -> Bool {
-        guard state.value.isOpen, state.value.links.count < Self.maxLinks, backlog.bufferedWeight < Self.maxPending else {
+        guard state.value.isOpen, state.value.links.count < limits.maxLinks, backlog.bufferedWeight < limits.maxAwaitingAccept else {
             state.value.statistics.refusedAtCapacity += 1
             return false
         }
         return true
     }
+
+    /// False (counting the refusal) when `address`'s host holds `maxLinksPerAddress` links or
+    /// has established `handshakesPerSecondPerAddress` this second; else its new link is counted.
+    private func admitAddress(_ address: SocketAddress) -> Bool {
+        let now = ConduitInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds)
+        switch state.value.addresses.admit(Self.hostKey(address), now: now) {
+        case .admitted: return true
+        case .tooManyLinks: state.value.statistics.refusedPerAddressLimit += 1
+        case .tooManyHandshakes: state.value.statistics.refusedHandshakeRate += 1
+        }
+        return false
+    }
+
+    /// The remote host, without its port: what the per-address limits count.
+    static func hostKey(_ address: SocketAddress) -> String { address.ipAddress ?? "\(address)" }
 
     private func establish(from peer: SocketAddress, ssrc client: UInt32, nonce: UInt64, mtu: Int, via channel: any Channel) {
         var random = SystemRandomNumberGenerator()
@@ -122,11 +139,15 @@ final class UDPListenerCore: Sendable {
         while candidate == client { candidate = random.next() }
         let local = candidate
         let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer, directSocket: directSocket) { [self] in
-            if state.value.links[peer]?.localSSRC == local { state.value.links[peer] = nil }
+            if state.value.links[peer]?.localSSRC == local {
+                state.value.links[peer] = nil
+                state.value.addresses.release(Self.hostKey(peer))
+            }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()
         }
         guard backlog.trySend(link) else {
+            state.value.addresses.release(Self.hostKey(peer))
             state.value.statistics.refusedAtCapacity += 1
             return
         }

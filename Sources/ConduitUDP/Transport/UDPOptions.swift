@@ -34,6 +34,9 @@ extension UDPTransport {
         /// SRTP protection of every datagram (`srtp`, `srtp-key-file`, `srtp-key-env`), or nil
         /// for none. Needs the package trait `SRTP`.
         public var srtp: SRTP?
+        /// What a listener lets remote addresses hold (links in all and per address, handshakes
+        /// per second per address, links waiting to be accepted). Not a URL option.
+        public var listenerLimits = ListenerLimits()
 
         /// A configuration; every field defaults as the URL option it stands for.
         public init(mtu: Int = Self.defaultMTU, connectTimeout: Duration? = nil, offload: Offload = .auto, srtp: SRTP? = nil) {
@@ -151,6 +154,7 @@ extension UDPTransport {
             if let connectTimeout, !Self.connectTimeoutRange.contains(connectTimeout) {
                 throw ConduitError(.invalidConfiguration, "option connect-timeout-ms=\(connectTimeout) must be in 1...3600000 ms")
             }
+            try listenerLimits.validate()
         }
 
         /// The connect limit: this configuration's, else the caller's, else the default.

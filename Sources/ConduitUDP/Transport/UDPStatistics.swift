@@ -39,6 +39,12 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     public var malformed = 0
     /// HELLOs and HELLO-WITH-COOKIEs left unanswered because the link or backlog limit was reached.
     public var refusedAtCapacity = 0
+    /// Valid HELLO-WITH-COOKIEs left unanswered because their IP address already holds
+    /// `maxLinksPerAddress` links.
+    public var refusedPerAddressLimit = 0
+    /// Valid HELLO-WITH-COOKIEs left unanswered because their IP address established
+    /// `handshakesPerSecondPerAddress` links in the last second.
+    public var refusedHandshakeRate = 0
     /// Links created (each from a valid cookie).
     public var linksEstablished = 0
     /// ACCEPTs sent again for a repeated HELLO-WITH-COOKIE of an established link.
@@ -51,8 +57,10 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     public init() {}
 
     /// Every datagram that reached the listener without reaching a link is in exactly one counter
-    /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated` or `refusedAtCapacity`).
+    /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated`, `refusedAtCapacity`,
+    /// `refusedPerAddressLimit` or `refusedHandshakeRate`).
     public var datagramsAccountedFor: Int {
-        hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + linksEstablished + acceptsRepeated + srtpRejected
+        hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + refusedPerAddressLimit + refusedHandshakeRate
+            + linksEstablished + acceptsRepeated + srtpRejected
     }
 }

@@ -105,7 +105,7 @@ public struct UDPTransport: Transport {
         let filter = try srtpFilter(options, isClient: false)
         let offload = UDPOffloadPolicy(mode: options.offload)
         let direct = try UDPDirectSocket.open(boundTo: address)
-        let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer, directSocket: direct)
+        let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer, directSocket: direct, limits: options.listenerLimits)
         let channel = try await UDPSocket.bind(
             to: address,
             adopting: direct,

@@ -1,0 +1,71 @@
+public import ConduitCore
+
+extension UDPTransport.Configuration {
+    /// What a UDP listener lets remote addresses hold. A link exists only once its address has
+    /// returned a cookie (the HELLO costs the listener nothing), so every limit here counts proven
+    /// addresses, never spoofed ones. Refusals are counted in `UDPListenerStatistics`.
+    public struct ListenerLimits: Sendable, Hashable {
+        /// Links the listener holds at once (established and not yet closed), default 4,096.
+        public var maxLinks: Int
+        /// Links one IP address (any port) may hold at once, default 256: one host cannot take
+        /// every slot, however many ports it uses.
+        public var maxLinksPerAddress: Int
+        /// Links one IP address may establish per second (bursts up to one second's worth),
+        /// default 100.
+        public var handshakesPerSecondPerAddress: Int
+        /// Established links waiting for the app's `accept`, default 64.
+        public var maxAwaitingAccept: Int
+
+        /// Limits; every field defaults as documented on it.
+        public init(maxLinks: Int = 4_096, maxLinksPerAddress: Int = 256, handshakesPerSecondPerAddress: Int = 100, maxAwaitingAccept: Int = 64) {
+            self.maxLinks = maxLinks
+            self.maxLinksPerAddress = maxLinksPerAddress
+            self.handshakesPerSecondPerAddress = handshakesPerSecondPerAddress
+            self.maxAwaitingAccept = maxAwaitingAccept
+        }
+
+        /// Throws `invalidConfiguration` naming the field when a limit is below 1.
+        public func validate() throws(ConduitError) {
+            for (name, value) in [
+                ("maxLinks", maxLinks), ("maxLinksPerAddress", maxLinksPerAddress),
+                ("handshakesPerSecondPerAddress", handshakesPerSecondPerAddress), ("maxAwaitingAccept", maxAwaitingAccept),
+            ] where value < 1 {
+                throw ConduitError(.invalidConfiguration, "listener limit \(name)=\(value) must be at least 1")
+            }
+        }
+    }
+}
+
+/// Links and handshake rate per remote IP address, for ``UDPTransport/Configuration/ListenerLimits``.
+/// Entries exist for addresses that proved themselves (returned a cookie); addresses without links
+/// are forgotten once the table outgrows the link cap, so it stays bounded.
+struct UDPAddressLedger {
+    struct Entry {
+        var links = 0
+        var handshakes: EventRateLimiter
+    }
+
+    let limits: UDPTransport.Configuration.ListenerLimits
+    private(set) var entries: [String: Entry] = [:]
+
+    init(limits: UDPTransport.Configuration.ListenerLimits) { self.limits = limits }
+
+    enum Verdict { case admitted, tooManyLinks, tooManyHandshakes }
+
+    /// Charges one handshake to `address` at `now` and, if both limits allow it, counts its new link.
+    mutating func admit(_ address: String, now: ConduitInstant) -> Verdict {
+        var entry = entries[address] ?? Entry(handshakes: EventRateLimiter(perSecond: limits.handshakesPerSecondPerAddress, now: now))
+        defer { entries[address] = entry }
+        guard entry.links < limits.maxLinksPerAddress else { return .tooManyLinks }
+        guard entry.handshakes.admit(now: now) else { return .tooManyHandshakes }
+        entry.links += 1
+        if entries.count > 2 * limits.maxLinks { entries = entries.filter { $0.value.links > 0 } }
+        return .admitted
+    }
+
+    /// A link of `address` ended.
+    mutating func release(_ address: String) {
+        guard let links = entries[address]?.links, links > 0 else { return }
+        entries[address]!.links = links - 1
+    }
+}
