@@ -332,12 +332,13 @@ let package = Package(
         // and reads its report. Test support only, no product; test targets depend on it.
         .target(
             name: "ConduitInteropSupport",
+            dependencies: ["ConduitCore"], // its lock: TSanVisibleMutex
             swiftSettings: strictSettings
         ),
         // A Logger whose lines tests can read (what the library logs). Test support only, no product.
         .target(
             name: "ConduitLogCapture",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["ConduitCore", .product(name: "Logging", package: "swift-log")], // ConduitCore: its lock, TSanVisibleMutex
             swiftSettings: strictSettings
         ),
         // What the network transports' tests share: calls through the impairment proxy, a UDP

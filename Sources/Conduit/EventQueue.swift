@@ -1,4 +1,4 @@
-import Synchronization
+import ConduitCore
 
 /// The bounded queue behind every ``NotificationStream``: nothing is dropped silently.
 ///
@@ -29,7 +29,7 @@ final class EventQueue<Event: Sendable>: Sendable {
     let capacity: Int
     private let makeDropped: (@Sendable (Int) -> Event)?
     private let isEssential: @Sendable (Event) -> Bool
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
 
     init(capacity: Int, makeDropped: (@Sendable (Int) -> Event)?, isEssential: @escaping @Sendable (Event) -> Bool = { _ in false }) {
         precondition(capacity > 0)

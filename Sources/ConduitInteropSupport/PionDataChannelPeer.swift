@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ConduitCore
 
 #if canImport(Glibc)
 import Glibc
@@ -229,7 +229,7 @@ public final class PionDataChannelPeer: Sendable {
 
     // MARK: - Compiling once
 
-    private static let build = Mutex<Task<String, any Error>?>(nil)
+    private static let build = TSanVisibleMutex<Task<String, any Error>?>(nil)
 
     /// The compiled program, built on first use into a path named by the source's content, so
     /// parallel tests and later runs share it and an edited source is rebuilt.
@@ -306,7 +306,7 @@ final class OutputCollector: Sendable {
         var err = Data()
         var outEnded = false
     }
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
     private static let limit = 1 << 20
 
     init() {

@@ -1,5 +1,5 @@
 public import Logging
-import Synchronization
+import ConduitCore
 
 /// One log line a ``LogCapture`` received, with the handler's and the call site's metadata.
 public struct LogEntry: Sendable {
@@ -10,7 +10,7 @@ public struct LogEntry: Sendable {
 
 /// Test support: a `Logger` whose lines are kept, for tests that check what the library logs.
 public final class LogCapture: Sendable {
-    private let storage = Mutex<[LogEntry]>([])
+    private let storage = TSanVisibleMutex<[LogEntry]>([])
 
     public init() {}
 

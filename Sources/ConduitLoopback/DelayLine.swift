@@ -2,7 +2,6 @@ import ConduitCore
 import ConduitDriver
 import ConduitImpairment
 import DequeModule
-import Synchronization
 
 /// One direction of an impaired loopback link: decides each datagram's fate with an
 /// `ImpairmentModel` and releases survivors into the receiver's inbox when they are due.
@@ -29,14 +28,14 @@ final class DelayLine: Sendable {
         var closed = false
     }
 
-    private let state: Mutex<State>
+    private let state: TSanVisibleMutex<State>
     private let partition: PartitionSwitch
     private let capacity: Int
     private let inbox: AsyncBoundedChannel<DatagramBatch>
     private let clock: any ConduitClock
 
     init(configuration: ImpairmentConfiguration, capacity: Int, inbox: AsyncBoundedChannel<DatagramBatch>, partition: PartitionSwitch, clock: any ConduitClock) {
-        self.state = Mutex(State(model: ImpairmentModel(configuration: configuration)))
+        self.state = TSanVisibleMutex(State(model: ImpairmentModel(configuration: configuration)))
         self.partition = partition
         self.capacity = capacity
         self.inbox = inbox
@@ -149,7 +148,7 @@ final class DelayLine: Sendable {
 
 /// A blackout switch shared by every link to one loopback name (see ``LoopbackHub/setPartitioned(_:_:)``).
 final class PartitionSwitch: Sendable {
-    private let value = Mutex(false)
+    private let value = TSanVisibleMutex(false)
     var isOn: Bool {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }

@@ -1,13 +1,12 @@
 import ConduitCore
 public import ConduitDriver
-import Synchronization
 
 /// The in-process "network" that loopback listeners bind names on. Each registry built with
 /// `LoopbackTransport(hub:)` shares the hub it is given; there is no process-wide hub, so tests
 /// and embedded runtimes are isolated from each other unless they share one on purpose.
 public final class LoopbackHub: Sendable {
-    private let listeners = Mutex<[String: LoopbackListener]>([:])
-    private let partitions = Mutex<[String: PartitionSwitch]>([:])
+    private let listeners = TSanVisibleMutex<[String: LoopbackListener]>([:])
+    private let partitions = TSanVisibleMutex<[String: PartitionSwitch]>([:])
     /// The clock impaired links delay datagrams on: the "network's" time.
     let clock: any ConduitClock
 

@@ -1,4 +1,4 @@
-import Synchronization
+import ConduitCore
 
 /// Records what an async sequence yields (a call's or a conference's events, a session's
 /// deliveries), so a test can look at everything so far and wait for a condition without polling.
@@ -32,7 +32,7 @@ public final class EventRecorder<Element: Sendable>: Sendable {
         var task: Task<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
 
     /// Starts recording `sequence` on a task of its own (ended by ``cancel()`` or deinit).
     public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element {

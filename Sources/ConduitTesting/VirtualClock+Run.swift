@@ -1,4 +1,4 @@
-import Synchronization
+import ConduitCore
 
 extension VirtualClock {
     /// The operation given to ``run(advancingBy:limit:_:)`` had not finished when its limit of
@@ -36,7 +36,7 @@ extension VirtualClock {
 
 /// Set once an operation returned; read from the advancing loop.
 private final class FinishedFlag: Sendable {
-    private let value = Mutex(false)
+    private let value = TSanVisibleMutex(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
 }

@@ -1,6 +1,5 @@
 public import ConduitCore
 public import ConduitDriver
-import Synchronization
 
 /// A clock that moves only when told to: give it to a `ConduitRuntime` (its `clock`) and a call or
 /// conference runs on virtual time, so a test of anything time-dependent (queueing delay,
@@ -31,11 +30,11 @@ public final class VirtualClock: ConduitClock {
         var nextOrder: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: TSanVisibleMutex<State>
 
     /// A clock at `start` (default: zero).
     public init(start: ConduitInstant = .zero) {
-        state = Mutex(State(now: start))
+        state = TSanVisibleMutex(State(now: start))
     }
 
     public func now() -> ConduitInstant { state.withLock { $0.now } }

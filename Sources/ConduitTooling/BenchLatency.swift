@@ -1,5 +1,5 @@
 package import Conduit
-import Synchronization
+import ConduitCore
 
 /// One-way latency of one bench cell at a fixed, moderate rate (not flat out, where latency is
 /// only queueing): a listener and a sender in this process on the cell's transport, messages of
@@ -130,12 +130,12 @@ package struct BenchLatency: Sendable {
 
     /// The receiver's samples, bounded by the number of messages sent.
     private final class Samples: Sendable {
-        private let state: Mutex<(values: [Double], finished: Bool)>
+        private let state: TSanVisibleMutex<(values: [Double], finished: Bool)>
         private let expected: Int
 
         init(expected: Int) {
             self.expected = expected
-            state = Mutex(([], false))
+            state = TSanVisibleMutex(([], false))
         }
 
         func add(microseconds: Double) {

@@ -1,7 +1,6 @@
 #if SCTP
 package import ConduitCore
 package import ConduitSCTP
-import Synchronization
 
 /// `conduit send sctp+udp://… --label L` to a standard (non-Conduit) data-channel peer: one
 /// channel with that label and protocol, `count` seeded messages alternating string and binary,
@@ -98,7 +97,7 @@ final class DataChannelEchoTally: Sendable {
         var counts = Counts()
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
 
     func expect(_ message: DataChannelMessage) {
         state.withLock {

@@ -1,5 +1,5 @@
 package import Conduit
-import Synchronization
+import ConduitCore
 
 /// Parsing of the command-line values the jobs take, with one-line typed errors.
 package enum JobArguments {
@@ -45,8 +45,8 @@ func throughput(bytes: Int, seconds: Double) -> Double {
 /// closing what they wait on (the listener, the call), not by cancellation, which `send` under
 /// backpressure does not observe; so the watchdog's action is what bounds a job in time.
 final class Watchdog: Sendable {
-    private let fired = Mutex(false)
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let fired = TSanVisibleMutex(false)
+    private let task: TSanVisibleMutex<Task<Void, Never>?> = TSanVisibleMutex(nil)
 
     init(deadline: ContinuousClock.Instant, expire: @escaping @Sendable () async -> Void) {
         let started = Task { [self] in

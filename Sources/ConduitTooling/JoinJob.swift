@@ -1,5 +1,5 @@
 package import Conduit
-import Synchronization
+import ConduitCore
 
 /// `conduit join`: join a room through a relay, then send seeded messages (to everyone, one peer
 /// or a subgroup), receive and verify what others send, or both. A library so tests run it in process.
@@ -70,7 +70,7 @@ package struct JoinJob: Sendable {
             var total = PayloadVerifier.Counts()
         }
 
-        let state = Mutex(State())
+        let state = TSanVisibleMutex(State())
 
         /// Returns the number of valid messages so far.
         func add(_ message: InboundDataSession.Message) -> Int {
@@ -110,7 +110,7 @@ package struct JoinJob: Sendable {
         // Receive: accept every incoming session in scope, verify per sender. The first of
         // "expected", "timeout" or "disconnected" on `done` ends the receiving.
         let (done, doneSink) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(4))
-        let readers = Mutex<[Task<Void, Never>]>([])
+        let readers = TSanVisibleMutex<[Task<Void, Never>]>([])
         var helpers: [Task<Void, Never>] = []
         if let expect = options.expect {
             let events = conference.events

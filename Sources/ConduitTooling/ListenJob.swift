@@ -1,5 +1,5 @@
 package import Conduit
-import Synchronization
+import ConduitCore
 
 /// What `conduit listen` does: accept one call, receive and verify seeded messages on every data
 /// session the caller opens, optionally echo them back, and report.
@@ -266,7 +266,7 @@ final class ListenTally: Sendable {
         var signalled = false
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
     let expect: Int?
 
     init(expect: Int?) { self.expect = expect }

@@ -1,5 +1,5 @@
 package import Conduit
-import Synchronization
+import ConduitCore
 
 /// What `conduit send` does: call a listener, open one outbound session, send `count` seeded
 /// messages (see ``SeededPayload``), and report.
@@ -257,7 +257,7 @@ final class EchoTally: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
     private let seed: UInt32
     private let count: Int
     private let sizes: ClosedRange<Int>

@@ -165,5 +165,13 @@ enum ShellBlocks {
             """#,
             allowListed: "needs Go and pion from Debian (golang-go, golang-github-pion-*); PionPeerHarnessTests runs pion against itself when they are installed."
         ),
+        ShellBlock(
+            name: "the suite under ThreadSanitizer and AddressSanitizer",
+            text: #"""
+            bash Scripts/sanitizers.sh thread       # ThreadSanitizer: builds the suite in .build-tsan, runs all of it
+            bash Scripts/sanitizers.sh address      # AddressSanitizer with leak checking, in .build-asan
+            """#,
+            allowListed: "each builds the whole package again with a sanitizer and runs this suite in it (minutes); .ci/run runs both as steps of their own."
+        ),
     ]
 }

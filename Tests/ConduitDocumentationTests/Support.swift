@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
+import ConduitCore
 
 /// What a documented program printed: the programs run here with a local `print` that writes to
 /// one of these, so the tests can check their output.
 final class Transcript: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = TSanVisibleMutex<[String]>([])
 
     func record(_ items: [Any]) {
         let line = items.map { "\($0)" }.joined(separator: " ")

@@ -3,7 +3,6 @@ import ConduitCore
 import ConduitImpairment
 import ConduitRelay
 import ConduitTesting
-import Synchronization
 import Testing
 import ConduitRelayCore
 
@@ -26,7 +25,7 @@ struct ConferenceVirtualTimeTests {
         let (bob, bobLog) = try await room.join("bob", runtime: runtime)
 
         let outbound = try await alice.makeOutboundDataSession(streamID: 100, type: .reliableBytes)
-        let outboundEvents = Mutex<[OutboundDataSession.Event]>([])
+        let outboundEvents = TSanVisibleMutex<[OutboundDataSession.Event]>([])
         let watcher = Task { for await event in outbound.events { outboundEvents.withLock { $0.append(event) } } }
         defer { watcher.cancel() }
         let announced = await clock.advance(by: .milliseconds(10), until: {
@@ -34,7 +33,7 @@ struct ConferenceVirtualTimeTests {
         }, limit: .seconds(1))
         try #require(announced)
         let inbound = try await bob.makeInboundDataSession(streamID: 100)
-        let fragments = Mutex<[ReceivedFragment]>([])
+        let fragments = TSanVisibleMutex<[ReceivedFragment]>([])
         let reader = Task {
             for await event in inbound.events { if case .fragment(let fragment) = event { fragments.withLock { $0.append(fragment) } } }
         }

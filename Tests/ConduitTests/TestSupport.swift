@@ -1,6 +1,6 @@
 import Conduit
 import ConduitTesting
-import Synchronization
+import ConduitCore
 import Testing
 import ConduitLoopback
 import ConduitImpairment
@@ -27,7 +27,7 @@ private final class Race<T: Sendable>: Sendable {
         var onTimeout: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
 
     func install(_ continuation: CheckedContinuation<T, any Error>) {
         let ready: Result<T, any Error>? = state.withLock { state in

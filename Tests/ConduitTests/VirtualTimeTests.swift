@@ -1,7 +1,6 @@
 import Conduit
 import ConduitCore
 import ConduitTesting
-import Synchronization
 import Testing
 
 /// A call over `loopback://` on a ``VirtualClock``: time-dependent behaviour checked on virtual
@@ -10,8 +9,8 @@ import Testing
 struct VirtualTimeTests {
     /// Collects what an async sequence yields, so a test can look without waiting.
     final class Collected<Element: Sendable>: Sendable {
-        private let items = Mutex<[Element]>([])
-        private let task = Mutex<Task<Void, Never>?>(nil)
+        private let items = TSanVisibleMutex<[Element]>([])
+        private let task = TSanVisibleMutex<Task<Void, Never>?>(nil)
 
         init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element {
             let handle = Task { [weak self] in

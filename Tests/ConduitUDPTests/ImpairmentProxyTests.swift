@@ -3,7 +3,6 @@ import ConduitImpairment
 import ConduitUDP
 import NIOCore
 import NIOPosix
-import Synchronization
 import Testing
 
 /// A UDP socket on 127.0.0.1 that records what it reads (and may echo it back).
@@ -12,7 +11,7 @@ struct TestSocket {
     let inbox: Inbox
 
     final class Inbox: Sendable {
-        let datagrams = Mutex<[[UInt8]]>([])
+        let datagrams = TSanVisibleMutex<[[UInt8]]>([])
     }
 
     static func bind(echo: Bool = false) async throws -> TestSocket {

@@ -5,7 +5,6 @@ import ConduitImpairment
 import ConduitUDP
 import Foundation
 import NIOCore
-import Synchronization
 import Testing
 
 extension UDPTransportTests {
@@ -128,7 +127,7 @@ extension UDPTransportTests {
             }
             var random = SeededRandom(seed: 80)
             let messages: [[UInt8]] = (0..<64).map { _ in random.bytes(64 * 1_024) }
-            let sentSoFar = Mutex(0)
+            let sentSoFar = TSanVisibleMutex(0)
             let sender = Task {
                 for (index, message) in messages.enumerated() {
                     try await outbound.send(message, timestamp: UInt64(index))

@@ -2,7 +2,6 @@ import ConduitCore
 import ConduitImpairment
 import NIOCore
 import NIOEmbedded
-import Synchronization
 import Testing
 
 @testable import ConduitUDP
@@ -39,8 +38,8 @@ extension UDPTransportTests {
 
         @Test func aCoalescedReadIsSplitAtTheSegmentSizeWithinOneBurst() throws {
             final class Seen: Sendable {
-                let datagrams = Mutex<[[UInt8]]>([])
-                let bursts = Mutex(0)
+                let datagrams = TSanVisibleMutex<[[UInt8]]>([])
+                let bursts = TSanVisibleMutex(0)
             }
             let seen = Seen()
             let channel = EmbeddedChannel(handler: UDPChannelHandler(

@@ -1,7 +1,6 @@
 import ConduitCore
 import NIOCore
 import NIOPosix
-import Synchronization
 import Testing
 
 @testable import ConduitUDP
@@ -97,9 +96,9 @@ final class UDPTap: Sendable {
         let bytes: [UInt8]
     }
 
-    let records = Mutex<[Record]>([])
-    private let client = Mutex<SocketAddress?>(nil)
-    private let boxes = Mutex<(front: (any Channel)?, back: (any Channel)?)>((nil, nil))
+    let records = TSanVisibleMutex<[Record]>([])
+    private let client = TSanVisibleMutex<SocketAddress?>(nil)
+    private let boxes = TSanVisibleMutex<(front: (any Channel)?, back: (any Channel)?)>((nil, nil))
     let upstream: SocketAddress
 
     private init(upstream: SocketAddress) {

@@ -1,5 +1,4 @@
 public import DequeModule
-public import Synchronization
 
 /// A multi-producer, single-consumer async channel with backpressure by weight.
 ///
@@ -38,7 +37,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         init() {}
     }
 
-    @usableFromInline let state = Mutex(State())
+    @usableFromInline let state = TSanVisibleMutex(State())
     /// The most weight buffered before `send` suspends (each element weighs what the channel's weigh function says, in bytes for sessions).
     public let capacity: Int
     @usableFromInline let weigh: @Sendable (Element) -> Int

@@ -1,6 +1,6 @@
 #if SCTP
 import DequeModule
-import Synchronization
+import ConduitCore
 
 /// Received items waiting for one reader, bounded by count and bytes. When an item does not fit,
 /// `deliver` refuses it and the event loop stops reading the usrsctp socket: SCTP's receive window
@@ -18,7 +18,7 @@ final class SCTPInbox<Element: Sendable>: Sendable {
         var onSpace: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
     private let maxItems: Int
     private let maxBytes: Int
     private let size: @Sendable (Element) -> Int

@@ -1,5 +1,4 @@
 import ConduitCore
-import Synchronization
 
 /// Received datagrams waiting for the link's reader: one `DatagramBatch` that the event loop
 /// appends to once per read burst and that `read` takes whole. Bounded by datagrams and bytes;
@@ -12,7 +11,7 @@ final class UDPInbox: Sendable {
         var consumerID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = TSanVisibleMutex(State())
     let maxDatagrams: Int
     let maxBytes: Int
 
