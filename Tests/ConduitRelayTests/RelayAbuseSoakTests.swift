@@ -160,7 +160,7 @@ final class LatencyProbe: Sendable {
 
     /// What the probe's tasks record.
     final class Counters: Sendable {
-        let state = Mutex<(latencies: [Double], received: Int, peak: Int)>(([], 0, 0))
+        let state = TSanVisibleMutex<(latencies: [Double], received: Int, peak: Int)>(([], 0, 0))
     }
 
     private let sender: Task<Void, Never>

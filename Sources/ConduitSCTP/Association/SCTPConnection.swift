@@ -58,7 +58,7 @@ final class SCTPConnection: @unchecked Sendable {
     /// Where the end of the association is logged, with its reason (`notice` when abnormal).
     var logger = SCTPConnection.silentLogger
     /// Why the association ended, set once at teardown; read from any thread.
-    private let endReasonBox = Mutex<SCTPCloseReason?>(nil)
+    private let endReasonBox = TSanVisibleMutex<SCTPCloseReason?>(nil)
 
     static let silentLogger = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
 

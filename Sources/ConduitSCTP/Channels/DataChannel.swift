@@ -24,7 +24,7 @@ public final class DataChannel: Sendable {
     private let connection: SCTPConnection
     /// Why this end closed the channel when the app did not (a refused OPEN on its stream, an
     /// unsupported PPID); set on the loop, read by `send`.
-    let closedBecause = Mutex<String?>(nil)
+    let closedBecause = TSanVisibleMutex<String?>(nil)
 
     /// Created on the stack's loop.
     init(connection: SCTPConnection, streamID: UInt16, open: DataChannelOpen) {
