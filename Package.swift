@@ -409,7 +409,7 @@ package.targets.append(contentsOf: [
     ),
     .testTarget(
         name: "ConduitFuzzTargetsTests",
-        dependencies: ["ConduitFuzzTargets"],
+        dependencies: ["ConduitFuzzTargets", "ConduitCore", "ConduitRooms"],
         swiftSettings: strictSettings
     ),
 ])

@@ -41,6 +41,7 @@ public struct FuzzFailure: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
+    /// The target and the message, for logs and crash reports.
     public var description: String { "\(target): \(message)" }
 }
 
