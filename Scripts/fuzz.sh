@@ -35,7 +35,7 @@ sanitize=(--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address
 start=$SECONDS
 echo "Scripts/fuzz.sh: building conduit-fuzz (libFuzzer + AddressSanitizer) in $scratch"
 CONDUIT_FUZZ=1 swift build "${sanitize[@]}" --enable-all-traits \
-    --scratch-path "$scratch" --product conduit-fuzz 2>&1 | grep -E "error|warning: |Compiling conduit-fuzz|Build complete" || true
+    --scratch-path "$scratch" --product conduit-fuzz 2>&1 | grep -E "error|warning: |Build of product" | grep -v "Cannot export local symbol" || true
 binary="$(CONDUIT_FUZZ=1 swift build "${sanitize[@]}" --enable-all-traits --scratch-path "$scratch" --show-bin-path)/conduit-fuzz"
 [ -x "$binary" ] || { echo "Scripts/fuzz.sh: the build failed (no $binary)" >&2; exit 1; }
 echo "Scripts/fuzz.sh: built in $((SECONDS - start)) s"
