@@ -402,6 +402,31 @@ let package = Package(
     ]
 )
 
+// Fuzzing (issue 18): one harness per parser and machine the network reaches, as a library the
+// test suite replays (`ConduitFuzzTargetsTests`), and the libFuzzer executable `conduit-fuzz`, only
+// when `CONDUIT_FUZZ` is set: it has no `main` of its own (libFuzzer's comes with
+// `--sanitize fuzzer`), so the ordinary build must not link it. See `Scripts/fuzz.sh`.
+package.targets.append(contentsOf: [
+    .target(
+        name: "ConduitFuzzTargets",
+        dependencies: ["ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitUDP", "ConduitSCTP", "ConduitRelay", "Conduit",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "ConduitFuzzTargetsTests",
+        dependencies: ["ConduitFuzzTargets", "ConduitCore", "ConduitRooms"],
+        swiftSettings: strictSettings
+    ),
+])
+if Context.environment["CONDUIT_FUZZ"] != nil {
+    package.products.append(.executable(name: "conduit-fuzz", targets: ["conduit-fuzz"]))
+    package.targets.append(
+        .executableTarget(name: "conduit-fuzz", dependencies: ["ConduitFuzzTargets"], path: "Fuzz/conduit-fuzz", swiftSettings: strictSettings)
+    )
+}
+
 // Documentation: swift-docc-plugin only when building the docs (`CONDUIT_DOCS=1 bash Scripts/docs.sh`),
 // so that host apps and the ordinary build do not resolve it.
 if Context.environment["CONDUIT_DOCS"] != nil {

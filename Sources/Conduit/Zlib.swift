@@ -8,11 +8,11 @@ import CZlib
 ///
 /// Without the package trait `Zlib` there is no zlib: joining with a channel declared with
 /// `compress` is refused, and a compressed message that arrives anyway is refused and counted.
-enum Zlib {
+package enum Zlib {
     #if Zlib
-    static let isAvailable = true
+    package static let isAvailable = true
 
-    static func compress(_ bytes: [UInt8]) -> [UInt8] {
+    package static func compress(_ bytes: [UInt8]) -> [UInt8] {
         var length = compressBound(uLong(bytes.count))
         var out = [UInt8](repeating: 0, count: Int(length))
         let status = out.withUnsafeMutableBufferPointer { destination in
@@ -25,7 +25,7 @@ enum Zlib {
         return out
     }
 
-    static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? {
+    package static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? {
         guard !bytes.isEmpty else { return nil }
         var length = uLong(limit)
         var out = [UInt8](repeating: 0, count: limit)
@@ -39,12 +39,12 @@ enum Zlib {
         return out
     }
     #else
-    static let isAvailable = false
+    package static let isAvailable = false
 
-    static func compress(_ bytes: [UInt8]) -> [UInt8] {
+    package static func compress(_ bytes: [UInt8]) -> [UInt8] {
         preconditionFailure("unreachable: join refuses channels declared with compress when zlib is left out")
     }
 
-    static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? { nil }
+    package static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? { nil }
     #endif
 }

@@ -317,12 +317,15 @@ extension LinkPacket {
 }
 
 /// Writes one packet at the end of a byte array (a batch's storage, lent while the packet is built).
-struct LinkPacketWriter {
-    var bytes: [UInt8] = []
+package struct LinkPacketWriter {
+    package var bytes: [UInt8] = []
     /// Where the packet being written starts in `bytes`.
-    var start = 0
+    package var start = 0
 
-    mutating func begin(packetNumber: UInt64, checksum: Bool, capacity: Int) {
+    /// An empty writer.
+    package init() {}
+
+    package mutating func begin(packetNumber: UInt64, checksum: Bool, capacity: Int) {
         start = bytes.count
         // Doubling, not the exact size: reserving exactly would reallocate for every packet.
         if bytes.capacity < start + capacity { bytes.reserveCapacity(Swift.max(start + capacity, 2 * bytes.capacity)) }
@@ -332,34 +335,34 @@ struct LinkPacketWriter {
     }
 
     /// The packet's size so far.
-    var count: Int { bytes.count - start }
+    package var count: Int { bytes.count - start }
 
-    mutating func append16(_ value: UInt16) {
+    package mutating func append16(_ value: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: value >> 8))
         bytes.append(UInt8(truncatingIfNeeded: value))
     }
 
-    mutating func append32(_ value: UInt32) {
+    package mutating func append32(_ value: UInt32) {
         bytes.append(UInt8(truncatingIfNeeded: value >> 24))
         bytes.append(UInt8(truncatingIfNeeded: value >> 16))
         bytes.append(UInt8(truncatingIfNeeded: value >> 8))
         bytes.append(UInt8(truncatingIfNeeded: value))
     }
 
-    mutating func append64(_ value: UInt64) {
+    package mutating func append64(_ value: UInt64) {
         append32(UInt32(truncatingIfNeeded: value >> 32))
         append32(UInt32(truncatingIfNeeded: value))
     }
 
-    mutating func set16(_ value: UInt16, at offset: Int) {
+    package mutating func set16(_ value: UInt16, at offset: Int) {
         bytes[offset] = UInt8(truncatingIfNeeded: value >> 8)
         bytes[offset + 1] = UInt8(truncatingIfNeeded: value)
     }
 
-    mutating func appendPing() { bytes.append(LinkPacket.FrameType.ping.rawValue) }
+    package mutating func appendPing() { bytes.append(LinkPacket.FrameType.ping.rawValue) }
 
     /// Writes the fixed part of an ACK frame; returns the offset in `bytes` at which to patch the range count.
-    mutating func appendAckHeader(largest: UInt64, ackDelayMicroseconds: UInt32, window: UInt32, firstRange: UInt32) -> Int {
+    package mutating func appendAckHeader(largest: UInt64, ackDelayMicroseconds: UInt32, window: UInt32, firstRange: UInt32) -> Int {
         bytes.append(LinkPacket.FrameType.ack.rawValue)
         bytes.append(0)
         let countOffset = bytes.count
@@ -371,12 +374,12 @@ struct LinkPacketWriter {
         return countOffset
     }
 
-    mutating func appendAckRange(gap: UInt32, length: UInt32) {
+    package mutating func appendAckRange(gap: UInt32, length: UInt32) {
         append32(gap)
         append32(length)
     }
 
-    mutating func appendData(channel: UInt32, sequence: UInt32, ordered: Bool, lifetimeMilliseconds: UInt32?, payload: ArraySlice<UInt8>) {
+    package mutating func appendData(channel: UInt32, sequence: UInt32, ordered: Bool, lifetimeMilliseconds: UInt32?, payload: ArraySlice<UInt8>) {
         bytes.append(LinkPacket.FrameType.data.rawValue)
         bytes.append((ordered ? LinkPacket.orderedFlag : 0) | (lifetimeMilliseconds != nil ? LinkPacket.lifetimeFlag : 0))
         append16(UInt16(payload.count))
@@ -387,7 +390,7 @@ struct LinkPacketWriter {
         PayloadCopies.countSend(payload.count)
     }
 
-    mutating func appendForward(channel: UInt32, cumulativeSequence: UInt32) {
+    package mutating func appendForward(channel: UInt32, cumulativeSequence: UInt32) {
         bytes.append(LinkPacket.FrameType.forward.rawValue)
         bytes.append(0)
         append16(0)
@@ -396,7 +399,7 @@ struct LinkPacketWriter {
     }
 
     /// Appends the CRC32C trailer over the packet written so far.
-    mutating func appendChecksum(using crc32c: CRC32CFunction) {
+    package mutating func appendChecksum(using crc32c: CRC32CFunction) {
         append32(bytes.withUnsafeBytes { crc32c.checksum(UnsafeRawBufferPointer(rebasing: $0[start...]), 0) })
     }
 }

@@ -63,7 +63,7 @@ public struct RelayToken: Sendable, Hashable {
         RelayGrant(room: room, peer: peer, canPublish: canPublish, canSubscribe: canSubscribe, allowedSubgroups: allowedSubgroups)
     }
 
-    var payload: [UInt8] {
+    package var payload: [UInt8] {
         var out: [UInt8] = [1]
         func string(_ text: String) {
             let utf8 = Array(text.utf8)
@@ -105,7 +105,7 @@ public struct RelayToken: Sendable, Hashable {
         return .success(token)
     }
 
-    static func decode(_ payload: [UInt8]) -> RelayToken? {
+    package static func decode(_ payload: [UInt8]) -> RelayToken? {
         var index = 0
         func byte() -> UInt8? {
             guard index < payload.count else { return nil }

@@ -59,7 +59,10 @@ struct RoomBodyReader {
         let value = try u32("reliability limit")
         guard flags & 0x1F == 0 else { throw .reservedBitsSet }
         switch flags >> 5 & 3 {
-        case 0: return Reliability(ordered: flags & 0x80 != 0, limit: .none)
+        case 0:
+            // No limit, no value: as in a track frame's header (found by fuzzing `room-control`).
+            guard value == 0 else { throw .reservedBitsSet }
+            return Reliability(ordered: flags & 0x80 != 0, limit: .none)
         case 1:
             guard value <= UInt32(UInt16.max) else { throw .malformedControlBody("maxRetransmits \(value) exceeds 65535") }
             return Reliability(ordered: flags & 0x80 != 0, limit: .maxRetransmits(UInt16(value)))

@@ -1,18 +1,18 @@
-import NIOCore
+package import NIOCore
 
 /// The 12-byte RTP (RFC 3550 section 5.1) header of every data datagram: V=2, no padding, no
 /// extension, no CSRC, marker 0, payload type 96 (dynamic). The payload is the upper layer's bytes.
-struct RTPHeader: Hashable, Sendable {
-    static let size = 12
-    static let payloadType: UInt8 = 96
+package struct RTPHeader: Hashable, Sendable {
+    package static let size = 12
+    package static let payloadType: UInt8 = 96
     /// V=2, P=0, X=0, CC=0.
-    static let firstByte: UInt8 = 0x80
+    package static let firstByte: UInt8 = 0x80
 
-    var sequence: UInt16
-    var timestamp: UInt32
-    var ssrc: UInt32
+    package var sequence: UInt16
+    package var timestamp: UInt32
+    package var ssrc: UInt32
 
-    func write(into buffer: inout ByteBuffer) {
+    package func write(into buffer: inout ByteBuffer) {
         buffer.writeInteger(Self.firstByte)
         buffer.writeInteger(Self.payloadType)  // M=0
         buffer.writeInteger(sequence)
@@ -21,7 +21,7 @@ struct RTPHeader: Hashable, Sendable {
     }
 
     /// The header of `buffer` (at its reader index) if it is exactly the shape we send.
-    init?(parsing buffer: ByteBuffer) {
+    package init?(parsing buffer: ByteBuffer) {
         let at = buffer.readerIndex
         guard buffer.readableBytes >= Self.size,
             buffer.getInteger(at: at, as: UInt8.self) == Self.firstByte,
@@ -33,14 +33,14 @@ struct RTPHeader: Hashable, Sendable {
         self.init(sequence: sequence, timestamp: timestamp, ssrc: ssrc)
     }
 
-    init(sequence: UInt16, timestamp: UInt32, ssrc: UInt32) {
+    package init(sequence: UInt16, timestamp: UInt32, ssrc: UInt32) {
         self.sequence = sequence
         self.timestamp = timestamp
         self.ssrc = ssrc
     }
 
     /// RTP and RTCP share a port (RFC 5761 section 4): the second byte of RTCP is 192...223.
-    static func looksLikeRTCP(_ buffer: ByteBuffer) -> Bool {
+    package static func looksLikeRTCP(_ buffer: ByteBuffer) -> Bool {
         guard let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return false }
         return (192...223).contains(second)
     }

@@ -1,10 +1,10 @@
-import NIOCore
+package import NIOCore
 
 /// The handshake and close messages: RTCP APP packets (RFC 3550 section 6.7, PT=204) named
 /// `CNDT`, one subtype per message, and RTCP BYE (PT=203) with one SSRC. One RTCP packet per
 /// datagram. Sizes are chosen so that the listener never answers with more bytes than it got
 /// (HELLO is padded to the size of COOKIE).
-enum UDPControlMessage: Hashable, Sendable {
+package enum UDPControlMessage: Hashable, Sendable {
     /// client → server. SSRC = client SSRC.
     /// `srtpProfile`: the client's SRTP profile (0 none, 1 AES_CM_128_HMAC_SHA1_80,
     /// 2 AES_CM_128_HMAC_SHA1_32, 3 AEAD_AES_128_GCM), in the first padding byte: two profiles
@@ -24,7 +24,7 @@ enum UDPControlMessage: Hashable, Sendable {
     /// `reason`: 1 the packet failed SRTP authentication, 2 the SRTP profiles differ.
     case reject(ssrc: UInt32, clientSSRC: UInt32, reason: UInt8)
 
-    static let protocolVersion: UInt16 = 1
+    package static let protocolVersion: UInt16 = 1
     static let appPayloadType: UInt8 = 204
     static let byePayloadType: UInt8 = 203
     static let name: UInt32 = 0x434E_4454  // "CNDT"
@@ -44,7 +44,7 @@ enum UDPControlMessage: Hashable, Sendable {
         }
     }
 
-    func write(into buffer: inout ByteBuffer) {
+    package func write(into buffer: inout ByteBuffer) {
         switch self {
         case .bye(let ssrc):
             buffer.writeInteger(UInt8(0x81))  // V=2, P=0, SC=1
@@ -93,7 +93,7 @@ enum UDPControlMessage: Hashable, Sendable {
 
     /// The message in `buffer`, or nil if it is not exactly one of ours (wrong version, padding,
     /// type, name, subtype, length field or datagram length, or non-zero reserved bytes).
-    init?(parsing buffer: ByteBuffer) {
+    package init?(parsing buffer: ByteBuffer) {
         var b = buffer
         guard let first = b.readInteger(as: UInt8.self), first >> 6 == 2, first & 0x20 == 0,
             let type = b.readInteger(as: UInt8.self),

@@ -1,25 +1,25 @@
-import NIOCore
+package import NIOCore
 
 /// A stateless handshake cookie: the coarse time it was minted (seconds on the listener's clock)
 /// and a 128-bit SipHash-2-4 tag over the client's address, SSRC, nonce, MTU and that time.
-struct UDPCookie: Hashable, Sendable {
-    var time: UInt32
-    var tagHigh: UInt64
-    var tagLow: UInt64
+package struct UDPCookie: Hashable, Sendable {
+    package var time: UInt32
+    package var tagHigh: UInt64
+    package var tagLow: UInt64
 
-    func write(into buffer: inout ByteBuffer) {
+    package func write(into buffer: inout ByteBuffer) {
         buffer.writeInteger(time)
         buffer.writeInteger(tagHigh)
         buffer.writeInteger(tagLow)
     }
 
-    init(time: UInt32, tagHigh: UInt64, tagLow: UInt64) {
+    package init(time: UInt32, tagHigh: UInt64, tagLow: UInt64) {
         self.time = time
         self.tagHigh = tagHigh
         self.tagLow = tagLow
     }
 
-    init?(reading buffer: inout ByteBuffer) {
+    package init?(reading buffer: inout ByteBuffer) {
         guard let time = buffer.readInteger(as: UInt32.self), let high = buffer.readInteger(as: UInt64.self),
             let low = buffer.readInteger(as: UInt64.self)
         else { return nil }

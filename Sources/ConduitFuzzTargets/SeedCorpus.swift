@@ -1,0 +1,158 @@
+import Conduit
+import ConduitARQ
+import ConduitCore
+import ConduitRelay
+import ConduitRooms
+import ConduitUDP
+import NIOCore
+#if SCTP
+import ConduitSCTP
+#endif
+
+/// The seed inputs of every target, made with the library's own encoders (and, for frames and
+/// packets, recorded from real exchanges: ``SeedTraffic``). `Fuzz/corpus/<target>/` holds them;
+/// `ConduitFuzzTargetsTests` checks that what is committed is what this produces, and writes it
+/// with `CONDUIT_FUZZ_WRITE_SEEDS=1`.
+public enum SeedCorpus {
+    /// The seeds of the target called `name` (empty for an unknown name).
+    public static func seeds(for name: String) -> [[UInt8]] {
+        switch name {
+        case "core-frame": SeedTraffic.call()
+        case "relay-envelope": relayEnvelopes()
+        case "room-control": roomControl().map(\.encoded)
+        case "track-frame": trackFrames()
+        case "channel-frame": channelFrames()
+        case "invitation": invitations().compactMap { try? $0.encoded() }
+        case "arq-packet": SeedTraffic.reliableLink(checksum: .crc32c) + SeedTraffic.reliableLink(checksum: .none)
+        case "udp-datagram": udpDatagrams()
+        case "relay-token": relayTokens()
+        case "dcep": dcep()
+        case "zlib-inflate": zlibStreams()
+        case "arq-engine": arqPrograms()
+        default: []
+        }
+    }
+
+    /// The file name a seed is stored under: a 64-bit FNV-1a of its bytes, in hex (stable, no Foundation).
+    public static func fileName(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let digits = String(hash, radix: 16)
+        return "seed-" + String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    private static func relayEnvelopes() -> [[UInt8]] {
+        SeedTraffic.call().prefix(12).enumerated().map { index, frame in
+            RelayEnvelope.wrap(index % 2 == 0 ? .routed : .relayed, member: UInt16(index % 3), frame)
+        }
+    }
+
+    private static let reliabilities: [Reliability] = [
+        .reliableOrdered, Reliability(ordered: false), Reliability(ordered: true, limit: .maxRetransmits(3)),
+        Reliability(ordered: false, limit: .maxPacketLifeTime(milliseconds: 1_500)),
+    ]
+
+    static func roomControl() -> [RoomControlFrame] {
+        let chat = try! ChannelDeclaration(label: "#chat", reliability: .reliableOrdered, protocolName: "json", compress: true, senderHeader: true)
+        let cursor = try! ChannelDeclaration(label: "#cursor", direction: .sendonly, reliability: reliabilities[3])
+        return [
+            .join(room: "standup", peer: "alice", dataSessionsSupported: true, token: Array("ct1.payload.mac".utf8)),
+            .joined(member: 3),
+            .refused(.roomFull, "the room is full"),
+            .peers(PeerListUpdate(version: 1, isSnapshot: true, joined: [RoomMember(member: 1, peer: "alice", dataSessionsSupported: true),
+                                                                          RoomMember(member: 2, peer: "bob", dataSessionsSupported: false)], left: [])),
+            .peers(PeerListUpdate(version: 2, isSnapshot: false, joined: [], left: [2])),
+            .snapshotRequest, .subscribe("breakout", dataSession: true), .subscribed("breakout", id: 1, dataSession: true),
+            .unsubscribe("breakout"), .unsubscribed("breakout"), .subscribeRefused("vip", .subgroupNotAllowed), .leave,
+            .disconnect(.slowReceiver, "queue over its limit"), .extension(id: 9, member: 2, body: [1, 2, 3]), .ping,
+            .publishTrack("camera", reliabilities[2]), .trackPublished(TrackInfo(trackID: 4, publisher: 1, name: "camera", reliability: reliabilities[3])),
+            .unpublishTrack(4), .trackUnpublished(4), .subscribeTrack(4), .trackSubscribed(4), .unsubscribeTrack(4),
+            .declareChannels([chat, cursor]), .channels([ChannelInfo(channelID: 1, declaration: chat), ChannelInfo(channelID: 2, declaration: cursor)]),
+        ]
+    }
+
+    private static func trackFrames() -> [[UInt8]] {
+        reliabilities.enumerated().map { index, reliability in
+            TrackFrameHeader(trackID: UInt16(index), reliability: reliability).bytes + Array("track payload \(index)".utf8)
+        }
+    }
+
+    private static func channelFrames() -> [[UInt8]] {
+        reliabilities.enumerated().map { index, reliability in
+            let payload = index % 2 == 0 ? Array("{\"x\":\(index)}".utf8) : Zlib.compress(Array(repeating: UInt8(index), count: 500))
+            return ChannelFrameHeader(channelID: UInt16(index + 1), reliability: reliability, compressed: index % 2 == 1, sender: UInt16(index)).bytes + payload
+        }
+    }
+
+    static func invitations() -> [InvitationMessage] {
+        let id = InvitationID(rawValue: 77)!
+        return [
+            .invite(tag: 1, InvitationRequest(invitees: ["bob", "carol"], groupID: "standup", data: Array("join us".utf8), timeoutSeconds: 30, onlineUserOnly: true)),
+            .invite(tag: 2, InvitationRequest(invitees: ["bob"])),
+            .accept(tag: 3, id, data: [1]), .reject(tag: 4, id, data: []), .cancel(tag: 5, id, data: [2, 3]),
+            .invited(tag: 1, InvitationReceipt(id: id, skippedOffline: ["dave"])), .done(tag: 3, id),
+            .refused(tag: 4, id, InvitationError(.alreadyAnswered, "already answered")), .refused(tag: 9, nil, InvitationError(.notConnected, "")),
+            .event(.newInvitation(NewInvitation(id: id, inviter: "alice", groupID: nil, invitees: ["bob", "carol"], data: [9], timeoutSeconds: 30))),
+            .event(.inviteeAccepted(id, invitee: "bob", data: [])), .event(.inviteeRejected(id, invitee: "carol", data: [4])),
+            .event(.invitationCancelled(id, inviter: "alice", data: [], reason: .inviterLeft)),
+            .event(.invitationTimeout(id, invitees: ["carol"], cause: .deadline)),
+        ]
+    }
+
+    private static func udpDatagrams() -> [[UInt8]] {
+        let cookie = UDPCookie(time: 1_700_000_000, tagHigh: 0x0102_0304_0506_0708, tagLow: 0x1112_1314_1516_1718)
+        let messages: [UDPControlMessage] = [
+            .hello(ssrc: 0xA1, nonce: 5, version: UDPControlMessage.protocolVersion, mtu: 1_200, srtpProfile: 1),
+            .cookie(ssrc: 0xB2, nonce: 5, cookie: cookie),
+            .helloWithCookie(ssrc: 0xA1, nonce: 5, version: UDPControlMessage.protocolVersion, mtu: 1_200, cookie: cookie),
+            .accept(ssrc: 0xB2, clientSSRC: 0xA1, nonce: 5, mtu: 1_200), .bye(ssrc: 0xA1), .reject(ssrc: 0xB2, clientSSRC: 0xA1, reason: 2),
+        ]
+        var out: [[UInt8]] = messages.map { message in
+            var buffer = ByteBuffer()
+            message.write(into: &buffer)
+            return Array(buffer.readableBytesView)
+        }
+        for (index, packet) in SeedTraffic.reliableLink(checksum: .crc32c).prefix(4).enumerated() {
+            var buffer = ByteBuffer()
+            RTPHeader(sequence: UInt16(index), timestamp: UInt32(index) * 160, ssrc: 0xA1).write(into: &buffer)
+            out.append(Array(buffer.readableBytesView) + packet)
+        }
+        return out
+    }
+
+    private static func relayTokens() -> [[UInt8]] {
+        let secret = try! RelaySecret(bytes: Array(repeating: 0x5A, count: 32))
+        let tokens = [
+            RelayToken(room: "standup", peer: "alice", canPublish: true, canSubscribe: true, allowedSubgroups: nil, expiresAt: 1_800_000_000, id: Array(0..<16)),
+            RelayToken(room: "standup", peer: "bob", canPublish: false, canSubscribe: true, allowedSubgroups: ["breakout", "vip"], expiresAt: 1_800_000_000, id: Array(16..<32)),
+        ]
+        return tokens.map(\.payload) + tokens.map { Array($0.signed(with: secret).utf8) }
+    }
+
+    private static func dcep() -> [[UInt8]] {
+        #if SCTP
+        let opens = [
+            DataChannelOpen(reliability: .reliableOrdered, label: "chat", protocol: "json"),
+            DataChannelOpen(reliability: Reliability(ordered: false, limit: .maxRetransmits(0)), priority: 128, label: "", protocol: ""),
+            DataChannelOpen(reliability: Reliability(ordered: true, limit: .maxPacketLifeTime(milliseconds: 300)), label: "telemetry", protocol: "cbor"),
+        ]
+        return opens.map { DCEPMessage.open($0).bytes } + [DCEPMessage.ack.bytes]
+        #else
+        return []
+        #endif
+    }
+
+    /// Programs for `arq-engine` (operation bytes as ``ARQProgramRun`` reads them): sends on every
+    /// channel, transmits, deliveries, a duplicate, a loss, time steps, one with junk.
+    private static func arqPrograms() -> [[UInt8]] {
+        let sends: [UInt8] = [0, 0, 10, 0, 1, 200, 0, 2, 50, 0, 3, 0, 0, 0, 240]
+        let exchange: [UInt8] = [1, 3, 0, 3, 2, 3, 0, 2, 3, 0, 4, 25, 1, 3, 3, 3, 0, 4, 100, 1, 3, 0, 2, 3, 0]
+        return [sends + exchange, sends + exchange + sends + [4, 255, 4, 255] + exchange, sends + [1, 5, 4, 0x12, 0, 0, 0] + exchange]
+    }
+
+    private static func zlibStreams() -> [[UInt8]] {
+        guard Zlib.isAvailable else { return [] }
+        return [Array("{\"cursor\":[10,20]}".utf8), Array(repeating: 0x41, count: 4_000), (0..<1_024).map { UInt8(truncatingIfNeeded: $0 &* 31) }]
+            .map(Zlib.compress)
+    }
+}
