@@ -47,11 +47,12 @@ struct RelayBackpressureUDPTests {
             maxQueuedBytesPerReceiver: 64 * 1024 * 1024, receiverHighWater: Self.soak ? 1024 * 1024 : 128 * 1024,
             laggingAfter: Self.soak ? .seconds(1) : .milliseconds(300), isolateAfter: Self.soak ? .seconds(10) : .seconds(2)
         )
-        // Small client buffers in the default suite (the reader's 256 KiB, the engine's receive
-        // window), so 3 MB is well past what the stalled receiver itself can hold.
+        // Client buffers (the reader's, the engine's receive window) well below what is sent, so
+        // the stalled receiver cannot hold it all itself and falls behind at the relay: by
+        // default a client holds 8 MiB, most of the soak's 10 MB.
         let room = try await LoadRoom.start(
             relay: relayConfiguration, receivers: receivers,
-            clientBuffers: Self.soak ? nil : 256 * 1024
+            clientBuffers: Self.soak ? 1024 * 1024 : 256 * 1024
         )
         // Receiver 0 never reads its session: its link backs up to the relay.
         let readers = room.inbound.dropFirst().map { LoadRoom.read(messages, from: $0) }
