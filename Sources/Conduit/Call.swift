@@ -101,6 +101,6 @@ public final class Call: Sendable {
     /// What the transport measures of the path now: smoothed, minimum and variation of the RTT,
     /// congestion window, bytes in flight, pacing rate, packets sent, lost, retransmitted and
     /// duplicated, the MTU. Nil over an in-process link; partly nil where the transport does not
-    /// measure a figure (see ``LinkStatistics``).
+    /// measure a figure (see `LinkStatistics`).
     public var linkStatistics: LinkStatistics? { get async { await engine.linkStatistics() } }
 }

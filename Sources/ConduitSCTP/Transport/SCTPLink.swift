@@ -122,7 +122,7 @@ public final class SCTPLink: TransportLink {
         }
     }
 
-    /// usrsctp's view of the path as a ``LinkStatistics``: packets and the path MTU (usrsctp keeps
+    /// usrsctp's view of the path as a `LinkStatistics`: packets and the path MTU (usrsctp keeps
     /// its RTT, window and losses to itself here).
     public func linkStatistics() async -> LinkStatistics? {
         let counts = await statistics()
