@@ -24,6 +24,8 @@ package enum SeededPayload {
     /// The `count` bytes of message `seq` of the run seeded with `seed`.
     package static func bytes(seed: UInt32, seq: UInt32, count: Int) -> [UInt8] {
         precondition(count >= 0, "a payload length is never negative")
+        // No capacity: the initializer would write into the shared empty-array storage (a race).
+        guard count > 0 else { return [] }
         let stream = Stream(seed: seed, seq: seq, count: count)
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             let raw = UnsafeMutableRawBufferPointer(buffer)
