@@ -36,13 +36,8 @@ struct FlushTests {
         let hub = try Self.hub(of: pair)
         hub.setPartitioned(name, true)
         for index in 20..<27 { try await outbound.send(Self.payload(index), timestamp: UInt64(index)) }
-        let error = try await clock.run(advancingBy: .milliseconds(20), limit: .seconds(10)) { () async -> ConduitError? in
-            do throws(ConduitError) {
-                try await outbound.flush(timeout: .seconds(2))
-                return nil
-            } catch {
-                return error
-            }
+        let error = try await clock.run(advancingBy: .milliseconds(20), limit: .seconds(10)) {
+            await conduitError { () async throws(ConduitError) in try await outbound.flush(timeout: .seconds(2)) }
         }
         #expect(error?.code == .notAcknowledged)
         #expect(error?.message.hasPrefix("7 reliable messages of ") == true, "\(String(describing: error))")
@@ -71,13 +66,8 @@ struct FlushTests {
         try Self.hub(of: pair).setPartitioned(name, true)
         for index in 0..<5 { try await outbound.send(Self.payload(index)) }
         let caller = pair.caller
-        let error = try await clock.run(advancingBy: .milliseconds(20), limit: .seconds(60)) { () async -> ConduitError? in
-            do throws(ConduitError) {
-                try await caller.hangUp(timeout: .seconds(1))
-                return nil
-            } catch {
-                return error
-            }
+        let error = try await clock.run(advancingBy: .milliseconds(20), limit: .seconds(60)) {
+            await conduitError { () async throws(ConduitError) in try await caller.hangUp(timeout: .seconds(1)) }
         }
         #expect(error?.code == .notAcknowledged)
         #expect(error?.message.hasPrefix("5 reliable messages of the call") == true, "\(String(describing: error))")

@@ -16,7 +16,7 @@ public final class SCTPLink: TransportLink {
     private let reported = Atomic<Bool>(false)
 
     /// How long a goodbye waits for the frames written before it.
-    static let goodbyeDrainLimit = TimeAmount.seconds(10)
+    static let goodbyeDrainLimit = Duration.seconds(10)
 
     init(connection: SCTPConnection, observer: SCTPObserver? = nil) {
         self.connection = connection
@@ -39,7 +39,7 @@ public final class SCTPLink: TransportLink {
         // Streams are independent, so a goodbye could overtake earlier frames: send it once they
         // are acknowledged.
         try await send(batch, 0..<goodbye)
-        await waitUntilQuiescent()
+        _ = await waitForAcknowledgement(channel: nil, timeout: Self.goodbyeDrainLimit)
         try await send(batch, goodbye..<batch.count)
     }
 
@@ -66,16 +66,6 @@ public final class SCTPLink: TransportLink {
             return promise.futureResult
         }
         try await future.value(orFailWith: .connectionClosed, "writing to \(remoteDescription) failed")
-    }
-
-    private func waitUntilQuiescent() async {
-        let connection = self.connection
-        let deadline = NIODeadline.now() + Self.goodbyeDrainLimit
-        while NIODeadline.now() < deadline {
-            let outstanding = (try? await connection.stack.loop.submit { connection.outstanding }.get()) ?? 0
-            if outstanding == 0 { return }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
     }
 
     /// Waits until the peer acknowledged everything written on the association, it closed, or
