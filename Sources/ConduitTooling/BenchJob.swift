@@ -183,7 +183,7 @@ package struct BenchJob: Sendable {
             throw ConduitError(.connectionFailed, "the listener ended before it listened on \(cell.transport)")
         }
         let before = ResourceUsage.now()
-        PayloadCopies.start()
+        let copying = PayloadCopies.start()
         let send = SendJob(runtime: runtime, options: .init(
             url: url, streamID: 100, type: cell.type, count: count, sizes: cell.size...cell.size,
             rate: .unlimited, seed: 1, timeout: options.timeout, peer: "bench-sender"
@@ -193,11 +193,16 @@ package struct BenchJob: Sendable {
             sent = try await send.run()
         } catch {
             listening.cancel()
+            _ = PayloadCopies.stop(copying)
             throw error
         }
-        let received = try await listened()
+        let received: ListenReport
+        do throws(ConduitError) { received = try await listened() } catch {
+            _ = PayloadCopies.stop(copying)
+            throw error
+        }
         let after = ResourceUsage.now()
-        let copies = PayloadCopies.stop()
+        let copies = PayloadCopies.stop(copying)
         guard sent.sent == count, received.valid == count, received.corrupted == 0, received.missing == 0 else {
             throw ConduitError(
                 received.ended == .timeout ? .timedOut : .connectionClosed,
