@@ -64,7 +64,9 @@ public final class Call: Sendable {
 
     /// Creates the inbound session for a stream announced by `dataSessionIncoming`
     /// (`makeInboundDataSession`). Fails with `notIncoming` if no such event came, `alreadyExist`,
-    /// `invalidId`, or `invalidType` if `expecting` differs from the announced type.
+    /// `invalidId`, or `invalidType` if `expecting` differs from the announced type. After the
+    /// call ended, a stream announced before the end can still be made once: it delivers what it
+    /// held, then closes with the end's reason; any other fails with `internal`.
     public func makeInboundDataSession(streamID: StreamID, expecting type: SessionType? = nil) async throws(ConduitError) -> InboundDataSession {
         try await engine.makeInbound(SessionKey(streamID: streamID), expecting: type)
     }

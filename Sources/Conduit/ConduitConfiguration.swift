@@ -17,7 +17,7 @@ import Foundation
 /// | `maxQueuedBytesPerSession` | `CONDUIT_MAX_QUEUED_BYTES_PER_SESSION` | send queue cap | 8 MiB |
 /// | `queueDelayOnMs` | `CONDUIT_QUEUE_DELAY_ON_MS` | `tooLongQueuedData(true)` threshold | 500 |
 /// | `queueDelayOffMs` | `CONDUIT_QUEUE_DELAY_OFF_MS` | `tooLongQueuedData(false)` threshold | 100 |
-/// | `maxPendingInboundBytes` | `CONDUIT_MAX_PENDING_INBOUND_BYTES` | held per announced stream before the app accepts it | 1 MiB |
+/// | `maxPendingInboundBytes` | `CONDUIT_MAX_PENDING_INBOUND_BYTES` | held per announced stream before the app accepts it (then unreliable data is dropped, reliable data stops the link being read) | 1 MiB |
 /// | `inboundBufferBytes` | `CONDUIT_INBOUND_BUFFER_BYTES` | received bytes buffered per inbound session (and per track, and for channel messages) before backpressure | 4 MiB |
 /// | `maxIncompleteMessages` | `CONDUIT_MAX_INCOMPLETE_MESSAGES` | reassembly cap per peer | 64 |
 /// | `maxReassemblyBytes` | `CONDUIT_MAX_REASSEMBLY_BYTES` | reassembly byte cap per peer | 16 MiB |
@@ -35,7 +35,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
     public var queueDelayOn: Duration = .milliseconds(500)
     /// Queueing delay below which it reports `tooLongQueuedData(enabled: false)` again (`queueDelayOffMs`); at most ``queueDelayOn``.
     public var queueDelayOff: Duration = .milliseconds(100)
-    /// Bytes held for a stream the peer announced before the app makes its inbound session (`maxPendingInboundBytes`); more is dropped and counted.
+    /// Bytes held for a stream the peer announced before the app makes its inbound session (`maxPendingInboundBytes`). Past it, unreliable data is dropped and counted; reliable data is never dropped: the link stops being read until the app makes or declines the session.
     public var maxPendingInboundBytes = 1024 * 1024
     /// Received bytes buffered per inbound session, per subscribed data track and for labeled-channel messages before the link stops being read (`inboundBufferBytes`): the receive side's backpressure (see <doc:StreamsAndBackpressure>).
     public var inboundBufferBytes = 4 * 1024 * 1024

@@ -89,7 +89,8 @@ public final class Conference: Sendable {
         await engine.outboundSession(SessionKey(streamID: streamID, subgroup: subgroup))
     }
 
-    /// After `dataSessionIncoming` for this stream and subgroup.
+    /// After `dataSessionIncoming` for this stream and subgroup. After the conference ended, a
+    /// stream announced before the end can still be made once, to read what it held.
     public func makeInboundDataSession(streamID: StreamID, subgroup: SubgroupName? = nil, expecting type: SessionType? = nil) async throws(ConduitError) -> InboundDataSession {
         try await engine.makeInbound(SessionKey(streamID: streamID, subgroup: subgroup), expecting: type)
     }

@@ -48,11 +48,19 @@ public final class InboundDataSession: Sendable {
     public let events: Events
     /// The engine's side of ``events``.
     let channel: AsyncBoundedChannel<Event>
+    private let engine: any InboundSessionEngine
 
-    init(key: SessionKey, type: SessionType, bufferBytes: Int) {
+    /// The session's counters: messages and bytes received (held ones included), bytes held
+    /// before the app made it, and drops by reason. Still answers after the session or call ended.
+    public var statistics: InboundDataSessionStatistics {
+        get async { await engine.inboundStatistics(SessionKey(streamID: streamID, subgroup: subgroup)) }
+    }
+
+    init(key: SessionKey, type: SessionType, bufferBytes: Int, engine: any InboundSessionEngine) {
         self.streamID = key.streamID
         self.subgroup = key.subgroup
         self.type = type
+        self.engine = engine
         let channel = AsyncBoundedChannel<Event>.received(capacity: bufferBytes) { event in
             switch event {
             case .message(let message): message.bytes.count
@@ -63,4 +71,9 @@ public final class InboundDataSession: Sendable {
         self.channel = channel
         self.events = DataStream(channel)
     }
+}
+
+/// What an inbound session needs from the engine that runs it (a call's or a conference's).
+protocol InboundSessionEngine: Actor {
+    func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics
 }

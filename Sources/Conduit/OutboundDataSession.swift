@@ -101,6 +101,10 @@ public final class OutboundDataSession: Sendable {
 
     /// Why the session closed, or nil while open.
     public var closeReason: DataSessionCloseReason? { get async { await engineRef.outboundCloseReason(key) } }
+
+    /// The session's counters and queue now: messages queued, sent and discarded, bytes sent,
+    /// bytes queued and the queueing delay. Still answers after the session or call ended.
+    public var statistics: OutboundDataSessionStatistics { get async { await engineRef.outboundStatistics(key) } }
 }
 
 /// What an outbound session needs from the engine that runs it (a call's or a conference's).
@@ -110,4 +114,5 @@ protocol OutboundSessionEngine: Actor {
     func flushOutboundOrThrow(_ key: SessionKey, timeout: Duration, closing: Bool) async throws(ConduitError)
     func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason?
     func changeDestination(_ key: SessionKey, to peer: PeerID?) -> Bool
+    func outboundStatistics(_ key: SessionKey) -> OutboundDataSessionStatistics
 }

@@ -11,6 +11,9 @@ protocol SessionMachine: SansIOMachine {
     mutating func makeInbound(_ key: SessionKey, expectedType: SessionType?) -> DataSessionFailReason
     func inboundType(_ key: SessionKey) -> SessionType?
     func isInboundAccepted(_ key: SessionKey) -> Bool
+    var isHoldingBeyondLimit: Bool { get }
+    func outboundStatistics(_ key: SessionKey, now: ConduitInstant) -> OutboundDataSessionStatistics?
+    func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics?
     mutating func unsupportInbound(_ key: SessionKey)
     mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult
     mutating func closeOutbound(_ key: SessionKey)
@@ -37,6 +40,8 @@ struct SessionTables {
     var closeWaiters: [SessionKey: [CheckedContinuation<Void, Never>]] = [:]
     /// Who waits in a flush for the next pump round (or its deadline).
     var roundWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The read loop, while a reliable stream the app has not accepted holds its limit.
+    var heldDataWaiters: [CheckedContinuation<Void, Never>] = []
     /// `tooLongQueuedData(enabled: true)` events so far (for metrics).
     var queueDelayAlerts = 0
 
@@ -66,6 +71,12 @@ struct SessionTables {
         for waiter in waiters { waiter.resume() }
     }
 
+    mutating func resumeHeldDataWaiters() {
+        let waiters = heldDataWaiters
+        heldDataWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
     mutating func resumeClosers(_ key: SessionKey) {
         guard let waiters = closeWaiters.removeValue(forKey: key) else { return }
         for waiter in waiters { waiter.resume() }
@@ -75,7 +86,7 @@ struct SessionTables {
 /// An engine (``CallEngine``, ``ConferenceEngine``): a `SansIODriverHost` that adapts its
 /// machine's events to API objects. Everything about data sessions, metrics and the end log is
 /// here, once; the engines keep their control planes (handshake, rooms, tracks, channels).
-protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundDelivering where Machine: SessionMachine {
+protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundSessionEngine, InboundDelivering where Machine: SessionMachine {
     var sessions: SessionTables { get set }
     var observer: SessionLayerObserver { get set }
     var configuration: ConduitConfiguration { get }
@@ -134,20 +145,30 @@ extension SessionEngine {
 
     // MARK: Driver hooks
 
-    func waitForInboundRoom() async { await waitUntilDrained() }
+    /// Suspends the read loop while deliveries wait for room in the app's streams, and while a
+    /// reliable stream the app has not answered yet holds its limit (`maxPendingInboundBytes`).
+    func waitForInboundRoom() async {
+        await waitUntilDrained()
+        while driver.machine.isHoldingBeyondLimit, !driver.linkIsClosed {
+            await withCheckedContinuation { sessions.heldDataWaiters.append($0) }
+        }
+    }
 
     func pumpRoundEnded() {
         exportMetrics()
         sessions.resumeRoundWaiters()
+        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
     }
 
     func linkWillClose() {
         // Exported before the close's suspension: whoever sees the engine ended sees its metrics.
         exportMetrics()
         observer.ended()
+        sessions.resumeHeldDataWaiters()
     }
 
     func linkDidClose() {
+        sessions.resumeHeldDataWaiters()
         // Sessions hold the engine; forgetting them breaks the cycle so an ended engine is freed.
         // Their final events were dispatched when the machine ended.
         sessions.outbound.removeAll()
@@ -227,12 +248,20 @@ extension SessionEngine {
 
     func outboundSession(_ key: SessionKey) -> OutboundDataSession? { sessions.outbound[key] }
 
+    func outboundStatistics(_ key: SessionKey) -> OutboundDataSessionStatistics {
+        driver.machine.outboundStatistics(key, now: now()) ?? OutboundDataSessionStatistics()
+    }
+
+    func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics {
+        driver.machine.inboundStatistics(key) ?? InboundDataSessionStatistics()
+    }
+
     func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { driver.machine.outboundCloseReason(key) }
 
     func makeInbound(_ key: SessionKey, expecting type: SessionType?) throws(ConduitError) -> InboundDataSession {
         guard key.streamID.isValid else { throw .creationFailed(.invalidId, explain(.invalidId, key: key)) }
         let announced = driver.machine.inboundType(key)
-        let session = InboundDataSession(key: key, type: announced ?? type ?? .reliableMessage, bufferBytes: configuration.inboundBufferBytes)
+        let session = InboundDataSession(key: key, type: announced ?? type ?? .reliableMessage, bufferBytes: configuration.inboundBufferBytes, engine: self)
         let previous = sessions.inbound[key]
         if !driver.machine.isInboundAccepted(key) { sessions.inbound[key] = session }
         let reason = driver.machine.makeInbound(key, expectedType: type)
@@ -242,6 +271,10 @@ extension SessionEngine {
         }
         observer.logger.debug("inbound data session opened", metadata: SessionLayerObserver.metadata(key, type: session.type))
         dispatchEvents()
+        // Made after the call ended (draining what the stream held): the table is not kept, as
+        // it would hold the engine after its link closed.
+        if driver.linkIsClosed { sessions.inbound[key] = nil }
+        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
         return session
     }
 
@@ -252,6 +285,7 @@ extension SessionEngine {
         driver.machine.unsupportInbound(key)
         dispatchEvents()
         sessions.inbound[key] = nil
+        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
         wakePump()
     }
 

@@ -17,13 +17,20 @@ import Logging
 /// - `conduit_frames_unacknowledged_at_close_total`: frames still unacknowledged when the link
 ///   closed or ended (also logged at `warning` when nobody above was told of them).
 /// - `conduit_link_rtt_seconds` (gauge): the smoothed round-trip time.
+/// - `conduit_link_min_rtt_seconds`, `conduit_link_rtt_variation_seconds` (gauges): the lowest
+///   round-trip time seen and the variation of its samples.
 /// - `conduit_link_bytes_in_flight` (gauge): bytes sent and not yet acknowledged.
+/// - `conduit_link_congestion_window_bytes`, `conduit_link_pacing_rate_bytes_per_second`,
+///   `conduit_link_mtu_bytes` (gauges): the congestion controller's window and pacing rate, and
+///   the datagram size.
 struct ARQEngineObserver {
     var logger: Logger
     private let counters: [Counter]
     private let rtt: Gauge?
     private let unacknowledgedAtClose: Counter?
     private let inFlight: Gauge?
+    /// Minimum RTT, RTT variation, congestion window, pacing rate, MTU, in that order.
+    private let pathGauges: [Gauge]
     private var exported: [Int]
 
     init(logger: Logger, metricsFactory: any MetricsFactory, transport: String, remote: String) {
@@ -36,6 +43,7 @@ struct ARQEngineObserver {
             unacknowledgedAtClose = nil
             rtt = nil
             inFlight = nil
+            pathGauges = []
             exported = []
             return
         }
@@ -52,6 +60,10 @@ struct ARQEngineObserver {
         unacknowledgedAtClose = Counter(label: "conduit_frames_unacknowledged_at_close_total", dimensions: dimensions, factory: metricsFactory)
         rtt = Gauge(label: "conduit_link_rtt_seconds", dimensions: dimensions, factory: metricsFactory)
         inFlight = Gauge(label: "conduit_link_bytes_in_flight", dimensions: dimensions, factory: metricsFactory)
+        pathGauges = [
+            "conduit_link_min_rtt_seconds", "conduit_link_rtt_variation_seconds", "conduit_link_congestion_window_bytes",
+            "conduit_link_pacing_rate_bytes_per_second", "conduit_link_mtu_bytes",
+        ].map { Gauge(label: $0, dimensions: dimensions, factory: metricsFactory) }
         exported = Array(repeating: 0, count: counters.count)
     }
 
@@ -59,7 +71,7 @@ struct ARQEngineObserver {
     var isCounting: Bool { !counters.isEmpty }
 
     /// Adds what changed since the last export to the counters and sets the gauges.
-    mutating func export(_ statistics: ARQEngine.Statistics) {
+    mutating func export(_ statistics: ARQEngine.Statistics, pacingRate: Int, mtu: Int) {
         guard isCounting else { return }
         let now = [
             statistics.framesRetransmitted,
@@ -73,9 +85,19 @@ struct ARQEngineObserver {
             counters[index].increment(by: Int64(now[index] - exported[index]))
         }
         exported = now
-        let (seconds, attoseconds) = statistics.smoothedRtt.components
-        rtt?.record(Double(seconds) + Double(attoseconds) / 1e18)
+        rtt?.record(Self.seconds(statistics.smoothedRtt))
         inFlight?.record(statistics.bytesInFlight)
+        // The minimum RTT is unknown until the first sample: its gauge is left unset until then.
+        let path: [Double?] = [
+            statistics.minRtt.map(Self.seconds), Self.seconds(statistics.rttVariation), Double(statistics.congestionWindow),
+            Double(pacingRate), Double(mtu),
+        ]
+        for (gauge, value) in zip(pathGauges, path) { if let value { gauge.record(value) } }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// The link's end, with what the engine had to repair.

@@ -136,6 +136,10 @@ public actor ReliableTransportLink: TransportLink {
     /// The engine's counters and congestion state.
     public var statistics: ARQEngine.Statistics { engine.statistics }
 
+    private func exportMetrics() {
+        observer.export(engine.statistics, pacingRate: engine.pacingRateBytesPerSecond, mtu: configuration.maxDatagramSize)
+    }
+
     /// The engine's view of the path: RTT, congestion window, pacing, losses, packet size.
     public func linkStatistics() -> LinkStatistics? {
         let counts = engine.statistics
@@ -310,7 +314,7 @@ public actor ReliableTransportLink: TransportLink {
         framesUnacknowledgedAtEnd = engine.framesOutstanding
         observer.framesUnacknowledgedAtEnd(framesUnacknowledgedAtEnd, told: gaveUpOnAcknowledgement)
         await inner.close()
-        observer.export(engine.statistics)
+        exportMetrics()
         if !endedByPeer { observer.logEnd(engine.statistics, reason: nil) }
         resumeAll()
     }
@@ -343,7 +347,7 @@ public actor ReliableTransportLink: TransportLink {
             }
             if engine.isQuiescent { releaseDrainWaiters() }
             settleAcknowledgementWaiters()
-            if observer.isCounting { observer.export(engine.statistics) }
+            if observer.isCounting { exportMetrics() }
             scheduleTimer()
         }
     }
@@ -396,7 +400,7 @@ public actor ReliableTransportLink: TransportLink {
             framesUnacknowledgedAtEnd = engine.framesOutstanding
             observer.framesUnacknowledgedAtEnd(framesUnacknowledgedAtEnd, told: gaveUpOnAcknowledgement)
         }
-        observer.export(engine.statistics)
+        exportMetrics()
         if !isClosed { observer.logEnd(engine.statistics, reason: reason) }
         timer.cancel()
         wakeSink.finish()

@@ -383,19 +383,20 @@ struct CallMachineDataTests {
         #expect(harness.takeEventsB().deliveries.map(\.bytes) == [[9]])
     }
 
-    @Test("held data beyond maxPendingInboundBytes is dropped and counted")
+    @Test("unreliable data held beyond maxPendingInboundBytes is dropped and counted")
     func pendingOverflow() {
         var harness = CallHarness.connected(
             a: CallConfiguration(rateLimit: .unlimited),
             b: CallConfiguration(maxPendingInboundBytes: 10_000)
         )
         let key = SessionKey(streamID: 300)
-        #expect(harness.a.makeOutbound(key, type: .reliableMessage, now: harness.now) == .none)
+        #expect(harness.a.makeOutbound(key, type: .unreliableMessage, now: harness.now) == .none)
         for index in 0..<5 { harness.send(key, Array(repeating: UInt8(index), count: 3_000), timestamp: UInt64(index)) }
         harness.send(key, Array(repeating: 9, count: 1_000), timestamp: 9)
         harness.pump()
         // 3 x 3,000 fit; the 4th and 5th would exceed 10,000; the last 1,000 bytes fit exactly.
         #expect(harness.b.statistics.droppedPendingOverflow == 2)
+        #expect(!harness.b.isHoldingBeyondLimit)
         #expect(harness.b.makeInbound(key) == .none)
         #expect(harness.takeEventsB().deliveries.map(\.timestamp) == [0, 1, 2, 9])
         // Once accepted nothing is held, so nothing more is dropped.
@@ -412,6 +413,100 @@ struct CallMachineDataTests {
         #expect(harness.b.statistics.droppedPendingOverflow == 2 + 2)
         #expect(harness.b.makeInbound(bytesKey) == .none)
         #expect(harness.takeEventsB().fragments(of: bytesKey).map(\.offset) == Array(stride(from: 0, to: 9_600, by: 1_200)))
+    }
+
+    @Test("reliable data beyond maxPendingInboundBytes is held, never dropped, and asks the host to stop reading", arguments: [SessionType.reliableMessage, .reliableBytes])
+    func reliablePendingIsHeld(type: SessionType) {
+        var harness = CallHarness.connected(
+            a: CallConfiguration(rateLimit: .unlimited),
+            b: CallConfiguration(maxPendingInboundBytes: 10_000)
+        )
+        let key = SessionKey(streamID: 302)
+        #expect(harness.a.makeOutbound(key, type: type, now: harness.now) == .none)
+        harness.send(key, Array(repeating: 1, count: 3_000), timestamp: 1)
+        harness.pump()
+        #expect(!harness.b.isHoldingBeyondLimit, "3,000 of 10,000 bytes held")
+        for index in 2...5 { harness.send(key, Array(repeating: UInt8(index), count: 3_000), timestamp: UInt64(index)) }
+        harness.pump()
+        #expect(harness.b.isHoldingBeyondLimit)
+        #expect(harness.b.statistics.droppedPendingOverflow == 0)
+
+        #expect(harness.b.makeInbound(key) == .none)
+        #expect(!harness.b.isHoldingBeyondLimit)
+        let events = harness.takeEventsB()
+        let received = type.isMessage ? events.deliveries.map(\.bytes).reduce([], +) : events.fragments(of: key).map(\.bytes).reduce([], +)
+        #expect(received == (1...5).flatMap { Array(repeating: UInt8($0), count: 3_000) })
+
+        // Declining a stream that holds its limit also lets the host read again.
+        let other = SessionKey(streamID: 303)
+        #expect(harness.a.makeOutbound(other, type: type, now: harness.now) == .none)
+        harness.send(other, Array(repeating: 8, count: 12_000), timestamp: 8)
+        harness.pump()
+        #expect(harness.b.isHoldingBeyondLimit)
+        harness.b.unsupportInbound(other)
+        #expect(!harness.b.isHoldingBeyondLimit)
+    }
+
+    @Test("per-session statistics: queued, sent and held bytes, messages each way, and drops by reason")
+    func perSessionStatistics() {
+        var harness = CallHarness.connected(
+            a: CallConfiguration(rateLimit: .unlimited),
+            b: CallConfiguration(maxPendingInboundBytes: 500)
+        )
+        let key = SessionKey(streamID: 320)
+        #expect(harness.a.outboundStatistics(key, now: harness.now) == nil)
+        #expect(harness.a.makeOutbound(key, type: .reliableMessage, now: harness.now) == .none)
+        for size in [100, 200, 300] { harness.send(key, Array(repeating: 1, count: size), timestamp: 0) }
+        let queued = harness.a.outboundStatistics(key, now: harness.now)
+        #expect(queued?.messagesQueued == 3)
+        #expect(queued?.queuedBytes == 600)
+        #expect(queued?.messagesSent == 0)
+
+        harness.pump()
+        let sent = harness.a.outboundStatistics(key, now: harness.now)
+        #expect(sent?.messagesSent == 3 && sent?.bytesSent == 600 && sent?.queuedBytes == 0)
+        #expect(sent?.queueingDelay == .zero && sent?.messagesDiscarded == 0)
+        // Held for the app (reliable: past the 500-byte limit, still held).
+        var received = harness.b.inboundStatistics(key)
+        #expect(received?.messagesReceived == 3 && received?.bytesReceived == 600 && received?.heldBytes == 600)
+        #expect(harness.b.makeInbound(key) == .none)
+        received = harness.b.inboundStatistics(key)
+        #expect(received?.heldBytes == 0 && received?.messagesReceived == 3)
+
+        // Unreliable data past the limit before the app answers: dropped, counted on its stream.
+        let lossy = SessionKey(streamID: 321)
+        #expect(harness.a.makeOutbound(lossy, type: .unreliableMessage, now: harness.now) == .none)
+        for _ in 0..<3 { harness.send(lossy, Array(repeating: 2, count: 200), timestamp: 0) }
+        harness.pump()
+        let dropped = harness.b.inboundStatistics(lossy)
+        #expect(dropped?.messagesReceived == 2 && dropped?.droppedPendingOverflow == 1 && dropped?.heldBytes == 400)
+
+        // Closing abruptly (the call ends) counts what was still queued as discarded.
+        harness.send(key, Array(repeating: 3, count: 50), timestamp: 0)
+        harness.a.hangUp()
+        #expect(harness.a.outboundStatistics(key, now: harness.now)?.messagesDiscarded == 1)
+        #expect(harness.b.inboundStatistics(SessionKey(streamID: 322)) == nil)
+    }
+
+    @Test("a stream announced before the peer hung up can still be made: it delivers what it held, then closes with sessionEnd")
+    func heldDataIsReadableAfterHangUp() {
+        var harness = CallHarness.connected()
+        let key = SessionKey(streamID: 304)
+        #expect(harness.a.makeOutbound(key, type: .reliableMessage, now: harness.now) == .none)
+        for index in 0..<3 { harness.send(key, [UInt8(index), 1, 2], timestamp: UInt64(index)) }
+        harness.pump()
+        harness.a.hangUp()
+        harness.pump()
+        #expect(!harness.b.isConnected)
+        _ = harness.takeEventsB()
+
+        #expect(harness.b.makeInbound(key) == .none)
+        let events = harness.takeEventsB()
+        #expect(events.deliveries.map(\.timestamp) == [0, 1, 2])
+        #expect(events.last == .inboundClosed(key, .sessionEnd))
+        // Drained once: the stream is gone, and one never announced cannot be made.
+        #expect(harness.b.makeInbound(key) == .internal)
+        #expect(harness.b.makeInbound(SessionKey(streamID: 305)) == .internal)
     }
 
     @Test("sends over the type's limit fail with messageTooLarge", arguments: SessionType.allCases)

@@ -170,6 +170,96 @@ struct DeliveryTests {
         try await pair.finish()
     }
 
+    @Test("reliable data past maxPendingInboundBytes waits for makeInbound: nothing dropped, and the hang-up sent after it arrives after it", arguments: [SessionType.reliableMessage, .reliableBytes])
+    func reliableDataPastThePendingLimitWaits(type: SessionType) async throws {
+        let clock = VirtualClock()
+        var callee = ConduitConfiguration.testDefaults
+        callee.maxPendingInboundBytes = 64 * 1024
+        let pair = try await CallPair.connect("delivery-held-limit-\(type.name)", calleeConfiguration: callee, clock: clock)
+        let outbound = try await pair.caller.makeOutboundDataSession(streamID: 310, type: type)
+        try await CallPair.awaitIncoming(310, type, on: pair.callee)
+
+        // 400 KB, six times the limit, then a hang-up, all before the callee's app answers.
+        var generator = SplitMix64(seed: 0x4E1D_0310)
+        let sends = (0..<40).map { _ in generator.bytes(10_000) }
+        let caller = pair.caller
+        let sender = Task {
+            for (index, bytes) in sends.enumerated() { try await outbound.send(bytes, timestamp: UInt64(index)) }
+            // Waits until the link took everything (in process, acknowledged means written).
+            try await caller.hangUp(timeout: .seconds(3_600))
+        }
+        let calleeCall = pair.callee
+        // Loopback fragments to 1,200-byte payloads: this many frames are past the limit.
+        let framesPastTheLimit = 64 * 1024 / 1_200 + 1
+        let heldTheLimit = await clock.advance(by: .milliseconds(1), until: {
+            await calleeCall.statistics.dataFramesReceived >= framesPastTheLimit
+        }, limit: .seconds(1))
+        #expect(heldTheLimit, "the callee took the limit's worth off the link")
+
+        let inbound = try await pair.callee.makeInboundDataSession(streamID: 310, expecting: type)
+        var received: [UInt8] = []
+        var closed: DataSessionCloseReason?
+        while closed == nil, let event = try await next(inbound, "stream 310's data, then its close") {
+            if let message = event.message { received += message.bytes }
+            if let fragment = event.fragment { received += fragment.bytes }
+            closed = event.closeReason
+        }
+        let intact = received == sends.flatMap { $0 }
+        #expect(intact, "every byte, in order: \(received.count) of \(sends.count * 10_000) bytes")
+        #expect(closed == .sessionEnd)
+        try await sender.value
+        #expect(await pair.callee.statistics.droppedPendingOverflow == 0)
+        try await pair.finish()
+    }
+
+    @Test("a stream announced before the peer hung up can still be made after the hang-up, and delivers what it held")
+    func heldDataIsReadableAfterTheHangUp() async throws {
+        let pair = try await CallPair.connect("delivery-held-after-hang-up")
+        let outbound = try await pair.caller.makeOutboundDataSession(streamID: 311, type: .reliableMessage)
+        let sends: [[UInt8]] = (0..<5).map { Array(repeating: UInt8($0), count: 100 + $0) }
+        for (index, bytes) in sends.enumerated() { try await outbound.send(bytes, timestamp: UInt64(index)) }
+        try await pair.caller.hangUp(timeout: .seconds(10))
+
+        // The callee's app answers only after it heard of the hang-up.
+        var events: [Call.Event] = []
+        while let event = try await next(pair.callee.events, "the callee's events up to the hang-up") {
+            if case .connected = event { continue }
+            events.append(event)
+            if case .disconnected = event { break }
+        }
+        #expect(events == [.dataSessionIncoming(streamID: 311, subgroup: nil, type: .reliableMessage), .disconnected(.remoteHangUp)])
+        let inbound = try await pair.callee.makeInboundDataSession(streamID: 311)
+        var received: [[UInt8]] = []
+        var closed: DataSessionCloseReason?
+        while closed == nil, let event = try await next(inbound, "stream 311's held data, then its close") {
+            if let message = event.message { received.append(message.bytes) }
+            closed = event.closeReason
+        }
+        #expect(received == sends)
+        #expect(closed == .sessionEnd)
+        try await pair.finish()
+    }
+
+    @Test("each session's statistics count what it sent and received, and answer after the call ended")
+    func sessionStatistics() async throws {
+        let pair = try await CallPair.connect("delivery-statistics")
+        let (outbound, inbound) = try await pair.open(312, .reliableMessage)
+        let sizes = [10, 2_000, 30_000]
+        for size in sizes { try await outbound.send(Array(repeating: 7, count: size)) }
+        for _ in sizes { _ = try #require(try await next(inbound, "a message on stream 312")) }
+
+        let sent = await outbound.statistics
+        #expect(sent.messagesQueued == 3 && sent.messagesSent == 3)
+        #expect(sent.bytesSent == sizes.reduce(0, +) && sent.queuedBytes == 0 && sent.messagesDiscarded == 0)
+        let received = await inbound.statistics
+        #expect(received.messagesReceived == 3 && received.bytesReceived == sizes.reduce(0, +))
+        #expect(received.heldBytes == 0 && received.droppedPendingOverflow == 0 && received.droppedAfterClose == 0)
+
+        try await pair.finish()
+        #expect(await outbound.statistics.bytesSent == sizes.reduce(0, +))
+        #expect(await inbound.statistics.messagesReceived == 3)
+    }
+
     // MARK: Several sessions
 
     @Test("two interleaved sessions each keep their own order")

@@ -173,8 +173,16 @@ struct SessionFailureTests {
         await expectCreationFailure(.internal) { () throws(ConduitError) in
             _ = try await pair.callee.makeOutboundDataSession(streamID: 191, type: .reliableMessage)
         }
+        // A stream announced before the end can still be made, to read what it held (nothing
+        // here): it closes at once with sessionEnd. Once drained, or never announced: internal.
+        let drained = try await pair.callee.makeInboundDataSession(streamID: 190)
+        let last = try await next(drained, "stream 190's close")
+        #expect(last?.closeReason == .sessionEnd)
         await expectCreationFailure(.internal) { () throws(ConduitError) in
             _ = try await pair.callee.makeInboundDataSession(streamID: 190)
+        }
+        await expectCreationFailure(.internal) { () throws(ConduitError) in
+            _ = try await pair.callee.makeInboundDataSession(streamID: 192)
         }
         try await pair.finish()
     }

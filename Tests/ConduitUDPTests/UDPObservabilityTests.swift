@@ -43,6 +43,12 @@ extension UDPTransportTests {
             #expect(metrics.counterTotal(label: "conduit_retransmissions_total", dimensions: udp) > 0)
             #expect(metrics.counterTotal(label: "conduit_packets_lost_total", dimensions: udp) > 0)
             #expect(try metrics.expectGauge("conduit_link_rtt_seconds", udp).lastValue ?? 0 > 0)
+            // The path's other figures, as `linkStatistics` gives them on demand.
+            #expect(try metrics.expectGauge("conduit_link_min_rtt_seconds", udp).lastValue ?? 0 > 0)
+            #expect(try metrics.expectGauge("conduit_link_congestion_window_bytes", udp).lastValue ?? 0 > 0)
+            #expect(try metrics.expectGauge("conduit_link_pacing_rate_bytes_per_second", udp).lastValue ?? 0 > 0)
+            #expect(try metrics.expectGauge("conduit_link_mtu_bytes", udp).lastValue ?? 0 >= 1_200)
+            _ = try metrics.expectGauge("conduit_link_rtt_variation_seconds", udp)
 
             // The transport's own counters, added when each link ended.
             try await waitUntilEnded(logs, links: 2)

@@ -12,7 +12,8 @@ public struct CallConfiguration: Sendable, Hashable {
     /// The queueing delay at or below which `tooLongQueuedData(enabled: false)` fires.
     public var queueDelayOff: Duration
     /// Data received for an announced stream before the app makes its inbound session is held up to
-    /// this many bytes per stream; past it, the data is dropped and counted.
+    /// this many bytes per stream. Past it, unreliable data is dropped and counted; reliable data is
+    /// held and the machine reports ``CallMachine/isHoldingBeyondLimit`` (stop reading the link).
     public var maxPendingInboundBytes: Int
     /// Reassembly caps per peer.
     public var reassembly: Reassembler.Configuration
@@ -51,7 +52,7 @@ public struct CallStatistics: Sendable, Hashable {
     public var malformedDatagrams = 0
     /// Data for a stream this side declared unsupported.
     public var droppedUnsupported = 0
-    /// Data for an announced stream beyond ``CallConfiguration/maxPendingInboundBytes``.
+    /// Unreliable data for an announced stream beyond ``CallConfiguration/maxPendingInboundBytes``.
     public var droppedPendingOverflow = 0
     /// Frames that arrived before the handshake or after the call ended.
     public var droppedOutOfState = 0

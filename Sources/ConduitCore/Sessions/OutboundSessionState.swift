@@ -30,6 +30,9 @@ struct OutboundSessionState: Sendable {
     var isClosing = false
     /// A sender found the queue full and waits for a `sendQueueHasRoom` event.
     var senderIsWaiting = false
+    /// Messages whose last fragment went to the link, and their payload bytes.
+    var messagesSent = 0
+    var bytesSent = 0
 
     init(type: SessionType, subgroupID: UInt16, configuration: CallConfiguration, now: ConduitInstant, tag: FrameTag) {
         self.type = type
@@ -40,6 +43,17 @@ struct OutboundSessionState: Sendable {
     }
 
     var isOpen: Bool { closeReason == nil }
+
+    func statistics(now: ConduitInstant) -> OutboundDataSessionStatistics {
+        var statistics = OutboundDataSessionStatistics()
+        statistics.messagesQueued = Int(nextMessageID)
+        statistics.messagesSent = messagesSent
+        statistics.bytesSent = bytesSent
+        statistics.queuedBytes = queuedBytes
+        statistics.queueingDelay = queueingDelay(now: now)
+        statistics.messagesDiscarded = discardedMessages
+        return statistics
+    }
     var acceptsSends: Bool { closeReason == nil && !isClosing }
 
     /// The queueing delay: how long the oldest message has waited, or how long the queue will take

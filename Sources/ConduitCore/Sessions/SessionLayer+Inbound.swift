@@ -3,18 +3,39 @@
 extension SessionLayer {
     /// LINE Planet `makeInboundDataSession`. `expectedType`, when given, must match what the
     /// sender announced (else `invalidType`).
+    /// After the host ended, a stream announced before the end can still be made: it delivers
+    /// what it held, then closes with the end's reason.
     package mutating func makeInbound(_ key: SessionKey, expectedType: SessionType?, hostIsConnected: Bool) -> DataSessionFailReason {
         guard key.streamID.isValid else { return .invalidId }
-        guard hostIsConnected else { return .internal }
+        guard hostIsConnected || (isEnded && inbound[key]?.isAccepted == false) else { return .internal }
         guard var session = inbound[key] else { return .notIncoming }
         guard !session.isAccepted else { return .alreadyExist }
         if let expectedType, expectedType != session.type { return .invalidType }
         session.isAccepted = true
         while let held = session.pending.popFirst() { emitDelivery(key, from: held.sender, held.delivery) }
         session.pendingBytes = 0
+        holdingBeyondLimit.remove(key)
+        if let reason = session.closeReason, isEnded {
+            // Drained after the end: nothing more can arrive, so the stream is forgotten.
+            inbound[key] = nil
+            events.append(Host.inboundClosed(key, reason))
+            return .none
+        }
         inbound[key] = session
         if let reason = session.closeReason { events.append(Host.inboundClosed(key, reason)) }
         return .none
+    }
+
+    /// Outbound session `key`'s counters and queue now, or nil if there is none.
+    package func outboundStatistics(_ key: SessionKey, now: ConduitInstant) -> OutboundDataSessionStatistics? {
+        outbound[key]?.statistics(now: now)
+    }
+
+    /// Announced stream `key`'s counters, or nil if it was never announced.
+    package func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics? {
+        guard var statistics = inboundStatistics[key] else { return nil }
+        statistics.heldBytes = inbound[key]?.pendingBytes ?? 0
+        return statistics
     }
 
     /// The type of inbound session `key` as announced, or nil if none was announced.
@@ -34,6 +55,7 @@ extension SessionLayer {
     package mutating func unsupport(_ key: SessionKey) -> Bool {
         guard key.streamID.isValid, !locallyUnsupported.contains(key) else { return false }
         locallyUnsupported.insert(key)
+        holdingBeyondLimit.remove(key)
         if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
             events.append(Host.inboundClosed(key, .unsupported))
         }
@@ -52,6 +74,7 @@ extension SessionLayer {
     package mutating func announce(_ key: SessionKey, type: SessionType, from sender: Host.Sender) {
         guard inbound[key] == nil, !locallyUnsupported.contains(key) else { return }
         inbound[key] = InboundSessionState(type: type)
+        if inboundStatistics[key] == nil { inboundStatistics[key] = InboundDataSessionStatistics() }
         events.append(Host.incoming(key, type, from: sender))
     }
 
@@ -80,6 +103,7 @@ extension SessionLayer {
             session.closeReason == nil && session.type == type ? session.isAccepted : nil
         }(&inbound.values[index]) else {
             statistics.droppedClosedSession += 1
+            inboundStatistics[key, default: InboundDataSessionStatistics()].droppedAfterClose += 1
             return
         }
         let delivery: InboundDelivery
@@ -98,6 +122,7 @@ extension SessionLayer {
             ))
         }
         if isAccepted {
+            countReceived(key, bytes: delivery.bytes.count)
             emitDelivery(key, from: sender, delivery)
         } else {
             hold(key, from: sender, delivery)
@@ -119,14 +144,27 @@ extension SessionLayer {
         return message
     }
 
+    /// Holds a delivery until the app makes the session. Past `maxPendingInboundBytes`, unreliable
+    /// data is dropped and counted; reliable data is never dropped: it is held, and the session is
+    /// marked so the host stops reading its link (the transport's flow control then holds the
+    /// sender back) until the app makes or declines the session.
     mutating func hold(_ key: SessionKey, from sender: Host.Sender, _ delivery: InboundDelivery) {
         let size = delivery.bytes.count
-        guard inbound[key]!.pendingBytes + size <= configuration.maxPendingInboundBytes else {
+        let reliable = inbound[key]!.type.isReliable
+        guard reliable || inbound[key]!.pendingBytes + size <= configuration.maxPendingInboundBytes else {
             statistics.droppedPendingOverflow += 1
+            inboundStatistics[key, default: InboundDataSessionStatistics()].droppedPendingOverflow += 1
             return
         }
+        countReceived(key, bytes: size)
         inbound[key]!.pending.append((sender, delivery))
         inbound[key]!.pendingBytes += size
+        if reliable, inbound[key]!.pendingBytes >= configuration.maxPendingInboundBytes { holdingBeyondLimit.insert(key) }
+    }
+
+    private mutating func countReceived(_ key: SessionKey, bytes: Int) {
+        inboundStatistics[key, default: InboundDataSessionStatistics()].messagesReceived += 1
+        inboundStatistics[key, default: InboundDataSessionStatistics()].bytesReceived += bytes
     }
 
     mutating func emitDelivery(_ key: SessionKey, from sender: Host.Sender, _ delivery: InboundDelivery) {

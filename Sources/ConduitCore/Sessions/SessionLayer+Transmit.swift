@@ -73,9 +73,11 @@ extension SessionLayer {
         session.pacer.consume(size + Host.envelopeSize, now: now)
         let emitted = before - session.queue[0].fragmenter.remainingBytes
         session.queuedBytes -= emitted
+        session.bytesSent += emitted
         sentBytes += emitted
         guard session.queue[0].fragmenter.isFinished else { return .fragment }
         session.queue.removeFirst()
+        session.messagesSent += 1
         if session.isClosing, session.queue.isEmpty {
             return .lastFragment(drainedWhileClosing: true, senderMayResume: false)
         }

@@ -53,6 +53,12 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
     var inbound: [SessionKey: InboundSessionState<Host.Sender>] = [:]
     /// Streams this side told the peer it does not support.
     var locallyUnsupported: Set<SessionKey> = []
+    /// Reliable streams the app has not accepted yet that hold `maxPendingInboundBytes` or more:
+    /// their data is never dropped, so the host stops reading its link until the app answers.
+    var holdingBeyondLimit: Set<SessionKey> = []
+    /// Every announced stream's counters, kept after its session closes or the host ends (bounded
+    /// like the announcements: stream IDs, per subgroup).
+    var inboundStatistics: [SessionKey: InboundDataSessionStatistics] = [:]
     /// One reassembler per sender, by the host's number for it: every sender numbers its own messages.
     package var reassemblers: [UInt16: Reassembler] = [:]
 
@@ -94,22 +100,36 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
         controlOut.append(TaggedFrame(Host.wrapControl(frame.encoded), tag: .session(stream: stream, subgroupID: subgroupID, type: nil)))
     }
 
-    /// Ends every session: outbound ones close with `reason`, accepted inbound ones too, and the
-    /// rest are forgotten. Sessions close with `sessionEnd` when the host ended as agreed and with
-    /// `internal` when it broke under them, so an app can tell a finished exchange from a lost one.
+    /// Ends every session: outbound ones close with `reason`, accepted inbound ones too. Sessions
+    /// close with `sessionEnd` when the host ended as agreed and with `internal` when it broke
+    /// under them, so an app can tell a finished exchange from a lost one.
+    ///
+    /// Streams announced but not accepted yet keep what they hold, closed with `reason`: the app
+    /// can still make their inbound sessions and read it, as a socket is read after the peer's
+    /// FIN. A goodbye that overtook the app's `makeInbound` then loses nothing that arrived.
     package mutating func end(closingSessionsWith reason: DataSessionCloseReason) {
         isEnded = true
+        holdingBeyondLimit.removeAll()
         for key in outboundOrder { closeOutbound(key, reason: reason) }
-        for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) where session.isAccepted && session.closeReason == nil {
-            events.append(Host.inboundClosed(key, reason))
+        for (key, session) in inbound.sorted(by: { $0.key.streamID < $1.key.streamID }) {
+            if session.isAccepted {
+                if session.closeReason == nil { events.append(Host.inboundClosed(key, reason)) }
+                inbound[key] = nil
+            } else if session.closeReason == nil {
+                inbound[key]!.closeReason = reason
+            }
         }
-        inbound.removeAll()
     }
+
+    /// Whether a reliable stream the app has not accepted holds `maxPendingInboundBytes` or more
+    /// (the host stops reading its link until the app makes or declines the session).
+    package var isHoldingBeyondLimit: Bool { !holdingBeyondLimit.isEmpty }
 
     /// Closes this side's sessions in `subgroup` (it left it), both ways, with `sessionEnd`.
     package mutating func closeSessions(in subgroup: SubgroupName) {
         for key in outboundOrder where key.subgroup == subgroup { closeOutbound(key, reason: .sessionEnd) }
         for key in inbound.keys.sorted(by: { $0.streamID < $1.streamID }) where key.subgroup == subgroup {
+            holdingBeyondLimit.remove(key)
             if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
                 events.append(Host.inboundClosed(key, .sessionEnd))
             }

@@ -67,6 +67,19 @@ extension ConferenceMachine {
     /// Whether the app made inbound session `key`.
     public func isInboundAccepted(_ key: SessionKey) -> Bool { sessions.isInboundAccepted(key) }
 
+    /// Whether a reliable stream the app has not made an inbound session for holds
+    /// `maxPendingInboundBytes` or more: the host should stop reading its link until the app
+    /// makes or declines the session (reliable data is held, never dropped).
+    public var isHoldingBeyondLimit: Bool { sessions.isHoldingBeyondLimit }
+
+    /// Outbound session `key`'s counters and queue at `now`, or nil if there is none.
+    public func outboundStatistics(_ key: SessionKey, now: ConduitInstant) -> OutboundDataSessionStatistics? {
+        sessions.outboundStatistics(key, now: now)
+    }
+
+    /// Announced stream `key`'s counters (kept after it closes), or nil if it was never announced.
+    public func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics? { sessions.inboundStatistics(key) }
+
     /// The type of outbound session `key`, or nil if there is none.
     public func outboundType(_ key: SessionKey) -> SessionType? { sessions.outboundType(key) }
 
