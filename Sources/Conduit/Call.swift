@@ -51,8 +51,10 @@ public final class Call: Sendable {
 
     /// Creates an outbound data session (LINE Planet `makeOutboundDataSession`). Fails with a
     /// `ConduitError` whose `ConduitError.failReason` is `invalidId`, `alreadyExist` or `internal`.
-    public func makeOutboundDataSession(streamID: StreamID, type: SessionType) async throws(ConduitError) -> OutboundDataSession {
-        try await engine.makeOutbound(SessionKey(streamID: streamID), type: type)
+    /// `options` sets its priority (its share of the link while other sessions have data queued)
+    /// and its own rate cap.
+    public func makeOutboundDataSession(streamID: StreamID, type: SessionType, options: OutboundSessionOptions = .init()) async throws(ConduitError) -> OutboundDataSession {
+        try await engine.makeOutbound(SessionKey(streamID: streamID), type: type, options: options)
     }
 
     /// The outbound session made earlier for `streamID`, open or closed (`getOutboundDataSession`).

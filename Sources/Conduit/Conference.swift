@@ -80,8 +80,11 @@ public final class Conference: Sendable {
 
     /// `makeOutboundDataSession` of the room (subgroup nil) or of a subgroup this side subscribed
     /// to with `dataSession: true`. Sends go to everyone in scope until ``OutboundDataSession/changeDestination(_:)``.
-    public func makeOutboundDataSession(streamID: StreamID, type: SessionType, subgroup: SubgroupName? = nil) async throws(ConduitError) -> OutboundDataSession {
-        try await engine.makeOutbound(SessionKey(streamID: streamID, subgroup: subgroup), type: type)
+    /// `options` sets its priority and its own rate cap, as for a call's.
+    public func makeOutboundDataSession(
+        streamID: StreamID, type: SessionType, subgroup: SubgroupName? = nil, options: OutboundSessionOptions = .init()
+    ) async throws(ConduitError) -> OutboundDataSession {
+        try await engine.makeOutbound(SessionKey(streamID: streamID, subgroup: subgroup), type: type, options: options)
     }
 
     /// The outbound session made earlier for `streamID` in `subgroup` (nil: the main room), open or closed.

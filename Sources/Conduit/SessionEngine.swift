@@ -6,7 +6,7 @@ import Logging
 /// The data-session half that the call and conference machines share, method for method: what
 /// ``SessionEngine`` needs of a machine.
 protocol SessionMachine: SansIOMachine {
-    mutating func makeOutbound(_ key: SessionKey, type: SessionType, now: ConduitInstant) -> DataSessionFailReason
+    mutating func makeOutbound(_ key: SessionKey, type: SessionType, options: OutboundSessionOptions, now: ConduitInstant) -> DataSessionFailReason
     func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason?
     mutating func makeInbound(_ key: SessionKey, expectedType: SessionType?) -> DataSessionFailReason
     func inboundType(_ key: SessionKey) -> SessionType?
@@ -235,9 +235,9 @@ extension SessionEngine {
 
     // MARK: App operations
 
-    func makeOutbound(_ key: SessionKey, type: SessionType) throws(ConduitError) -> OutboundDataSession {
+    func makeOutbound(_ key: SessionKey, type: SessionType, options: OutboundSessionOptions) throws(ConduitError) -> OutboundDataSession {
         let current = now()
-        let reason = driver.machine.makeOutbound(key, type: type, now: current)
+        let reason = driver.machine.makeOutbound(key, type: type, options: options, now: current)
         guard reason == .none else { throw .creationFailed(reason, explain(reason, key: key)) }
         let session = OutboundDataSession(key: key, type: type, engine: self)
         sessions.outbound[key] = session

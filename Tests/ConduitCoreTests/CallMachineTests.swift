@@ -447,6 +447,60 @@ struct CallMachineDataTests {
         #expect(!harness.b.isHoldingBeyondLimit)
     }
 
+    @Test("priorities share the link by weight while both sessions are backlogged: high 8, medium 4, low 2, very low 1 fragments a round")
+    func prioritiesShareTheLinkByWeight() {
+        var harness = CallHarness.connected(a: CallConfiguration(rateLimit: .unlimited))
+        let priorities = OutboundSessionOptions.Priority.allCases
+        let keys = priorities.indices.map { SessionKey(streamID: StreamID(rawValue: 400 + $0)) }
+        for (key, priority) in zip(keys, priorities) {
+            #expect(harness.a.makeOutbound(key, type: .reliableBytes, options: .init(priority: priority), now: harness.now) == .none)
+        }
+        harness.pump()  // the opens
+        // A backlog of 300 fragments on each, more than the polls below take from any of them.
+        let fragment = harness.a.configuration.fragmentSize
+        for key in keys {
+            for _ in 0..<3 { harness.send(key, Array(repeating: 1, count: 100 * fragment), timestamp: 0) }
+        }
+
+        // Polls of 30 fragments at a time: 15 rounds of 1 + 2 + 4 + 8 fragments fill 15 polls.
+        var sent = [SessionKey: Int]()
+        for _ in 0..<15 {
+            var batch = DatagramBatch()
+            _ = harness.a.pollTransmit(now: harness.now, into: &batch, maxBytes: 30 * (fragment + 64))
+            for index in 0..<batch.count {
+                let channel = batch.tag(at: index).channel
+                if let key = keys.first(where: { FrameTag.sessionChannel(stream: UInt16($0.streamID.rawValue), subgroupID: 0) == channel }) {
+                    sent[key, default: 0] += 1
+                }
+            }
+        }
+        let counts = keys.map { sent[$0, default: 0] }
+        #expect(counts.reduce(0, +) >= 15 * 15)
+        // Every round gives each its weight: the shares are 1 : 2 : 4 : 8 to within one round.
+        for (count, priority) in zip(counts, priorities) {
+            let expected = counts.reduce(0, +) * priority.weight / 15
+            #expect(abs(count - expected) <= priority.weight, "\(priority): \(count) of \(counts)")
+        }
+    }
+
+    @Test("a session's own rate cap paces it alone: the other session keeps the call's")
+    func perSessionRateCap() {
+        var harness = CallHarness.connected(a: CallConfiguration(rateLimit: .unlimited))
+        let capped = SessionKey(streamID: 410), free = SessionKey(streamID: 411)
+        #expect(harness.a.makeOutbound(capped, type: .reliableBytes, options: .init(rateLimit: .bitsPerSecond(80_000)), now: harness.now) == .none)
+        #expect(harness.a.makeOutbound(free, type: .reliableBytes, now: harness.now) == .none)
+        harness.pump()
+        for key in [capped, free] { harness.send(key, Array(repeating: 2, count: 100_000), timestamp: 0) }
+        harness.pump()
+        let cappedStatistics = harness.a.outboundStatistics(capped, now: harness.now)
+        let freeStatistics = harness.a.outboundStatistics(free, now: harness.now)
+        // Unlimited: all of it at once. Capped at 10 kB/s: a burst's worth at most, the rest queued.
+        #expect(freeStatistics?.bytesSent == 100_000)
+        #expect((cappedStatistics?.bytesSent ?? 0) < 20_000)
+        #expect((cappedStatistics?.queuedBytes ?? 0) > 80_000)
+        #expect((cappedStatistics?.queueingDelay ?? .zero) > .seconds(5))
+    }
+
     @Test("per-session statistics: queued, sent and held bytes, messages each way, and drops by reason")
     func perSessionStatistics() {
         var harness = CallHarness.connected(

@@ -59,13 +59,13 @@ public struct CallMachine: Sendable {
     // MARK: Sender side
 
     /// LINE Planet `makeOutboundDataSession`: `.none` on success, else why not.
-    public mutating func makeOutbound(_ key: SessionKey, type: SessionType, now: ConduitInstant) -> DataSessionFailReason {
+    public mutating func makeOutbound(_ key: SessionKey, type: SessionType, options: OutboundSessionOptions = .init(), now: ConduitInstant) -> DataSessionFailReason {
         guard key.streamID.isValid else { return .invalidId }
         guard case .connected(_, let peerSupports) = phase, peerSupports, configuration.dataSessionsSupported else {
             return .internal
         }
         guard sessions.outboundType(key) == nil else { return .alreadyExist }
-        sessions.openOutbound(key, type: type, subgroupID: localSubgroupID(for: key.subgroup), now: now)
+        sessions.openOutbound(key, type: type, subgroupID: localSubgroupID(for: key.subgroup), options: options, now: now)
         return .none
     }
 

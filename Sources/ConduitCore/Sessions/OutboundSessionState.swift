@@ -34,11 +34,15 @@ struct OutboundSessionState: Sendable {
     var messagesSent = 0
     var bytesSent = 0
 
-    init(type: SessionType, subgroupID: UInt16, configuration: CallConfiguration, now: ConduitInstant, tag: FrameTag) {
+    /// Fragments per scheduling round while backlogged (the priority's weight).
+    let weight: Int
+
+    init(type: SessionType, subgroupID: UInt16, configuration: CallConfiguration, options: OutboundSessionOptions, now: ConduitInstant, tag: FrameTag) {
         self.type = type
         self.subgroupID = subgroupID
         self.tag = tag
-        self.pacer = Pacer(limit: configuration.rateLimit, now: now)
+        self.weight = options.priority.weight
+        self.pacer = Pacer(limit: options.rateLimit ?? configuration.rateLimit, now: now)
         self.delayMonitor = QueueDelayMonitor(onThreshold: configuration.queueDelayOn, offThreshold: configuration.queueDelayOff)
     }
 

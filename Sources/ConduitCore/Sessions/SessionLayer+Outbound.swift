@@ -3,10 +3,10 @@
 extension SessionLayer {
     /// Opens outbound session `key` (replacing a closed one with the same key) and queues its open.
     /// `subgroupID` is the subgroup's wire number, fixed for the session's life.
-    package mutating func openOutbound(_ key: SessionKey, type: SessionType, subgroupID: UInt16, now: ConduitInstant) {
+    package mutating func openOutbound(_ key: SessionKey, type: SessionType, subgroupID: UInt16, options: OutboundSessionOptions, now: ConduitInstant) {
         if outbound[key] != nil { outboundOrder.removeAll { $0 == key } }
         outbound[key] = OutboundSessionState(
-            type: type, subgroupID: subgroupID, configuration: configuration, now: now,
+            type: type, subgroupID: subgroupID, configuration: configuration, options: options, now: now,
             tag: .session(stream: key.streamID, subgroupID: subgroupID, type: type)
         )
         outboundOrder.append(key)

@@ -1,5 +1,6 @@
-/// The send side in time: control first, then one fragment per ready session in round-robin, each
-/// as its pacer allows; the queue-delay monitor; the deadlines a driver waits for.
+/// The send side in time: control first, then fragments from the ready sessions in weighted
+/// round-robin (each session's priority weight per round), each as its pacer allows; the
+/// queue-delay monitor; the deadlines a driver waits for.
 extension SessionLayer {
     /// Appends the queued control frames that fit in `maxBytes` (at least one into an empty batch).
     package mutating func pollControl(into batch: inout DatagramBatch, maxBytes: Int) {
@@ -9,18 +10,27 @@ extension SessionLayer {
         }
     }
 
-    /// Appends data frames from the sessions in round-robin, each as its pacer allows, until
-    /// `maxBytes` is reached; then re-evaluates every session's queueing delay.
+    /// Appends data frames from the sessions in weighted round-robin, each as its pacer allows,
+    /// until `maxBytes` is reached; then re-evaluates every session's queueing delay.
     package mutating func pollSessions(now: ConduitInstant, into batch: inout DatagramBatch, maxBytes: Int) {
         guard !outboundOrder.isEmpty else { return }
-        // Deficit-free round robin: each pass gives every ready session one fragment.
+        // Each pass gives every ready session up to its weight in fragments (fragments are at most
+        // one MTU, so shares by fragment are shares by bytes within one fragment per session). A
+        // pass cut short by `maxBytes` resumes at the same session in the next poll, so over a
+        // backlog the shares hold across batches.
         var progressed = true
         while progressed, batch.byteCount < maxBytes {
             progressed = false
             for _ in 0..<outboundOrder.count {
                 let key = outboundOrder[nextOutboundIndex % outboundOrder.count]
+                let weight = scheduling(key).weight
+                while creditUsed < weight, batch.byteCount < maxBytes, emitFragment(key, now: now, into: &batch) {
+                    creditUsed += 1
+                    progressed = true
+                }
+                if batch.byteCount >= maxBytes, creditUsed < weight, scheduling(key).hasBacklog { break }
+                creditUsed = 0
                 nextOutboundIndex = (nextOutboundIndex + 1) % outboundOrder.count
-                if emitFragment(key, now: now, into: &batch) { progressed = true }
                 if batch.byteCount >= maxBytes { break }
             }
         }
@@ -56,6 +66,13 @@ extension SessionLayer {
         case notReady
         case fragment
         case lastFragment(drainedWhileClosing: Bool, senderMayResume: Bool)
+    }
+
+    /// Session `key`'s weight and whether it has data to send, read in place (a read through the
+    /// dictionary's subscript would copy the session, retaining its queue).
+    private mutating func scheduling(_ key: SessionKey) -> (weight: Int, hasBacklog: Bool) {
+        let index = outbound.index(forKey: key)!
+        return { (session: inout OutboundSessionState) in (session.weight, session.isOpen && !session.queue.isEmpty) }(&outbound.values[index])
     }
 
     /// Writes the head message's next fragment, addressed and tagged; adds its payload size to `sentBytes`.

@@ -50,6 +50,8 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
     /// Round-robin order of outbound sessions, so one busy stream cannot starve the others.
     var outboundOrder: [SessionKey] = []
     var nextOutboundIndex = 0
+    /// Fragments the session at `nextOutboundIndex` sent in the current round (up to its weight).
+    var creditUsed = 0
     var inbound: [SessionKey: InboundSessionState<Host.Sender>] = [:]
     /// Streams this side told the peer it does not support.
     var locallyUnsupported: Set<SessionKey> = []

@@ -6,7 +6,7 @@ extension ConferenceMachine {
 
     /// `makeOutboundDataSession` of a conference or subgroup. A subgroup session needs this side
     /// subscribed to a subgroup whose `dataSession` attribute is true (else `internal`).
-    public mutating func makeOutbound(_ key: SessionKey, type: SessionType, now: ConduitInstant) -> DataSessionFailReason {
+    public mutating func makeOutbound(_ key: SessionKey, type: SessionType, options: OutboundSessionOptions = .init(), now: ConduitInstant) -> DataSessionFailReason {
         guard key.streamID.isValid else { return .invalidId }
         guard isConnected, configuration.session.dataSessionsSupported else { return .internal }
         var subgroupID: UInt16 = 0
@@ -16,7 +16,7 @@ extension ConferenceMachine {
         }
         // A subgroup session closed by leaving the subgroup may be made again after rejoining.
         if sessions.outboundType(key) != nil, sessions.outboundCloseReason(key) == nil { return .alreadyExist }
-        sessions.openOutbound(key, type: type, subgroupID: subgroupID, now: now)
+        sessions.openOutbound(key, type: type, subgroupID: subgroupID, options: options, now: now)
         return .none
     }
 
