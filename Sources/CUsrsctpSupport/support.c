@@ -177,12 +177,31 @@ int conduit_sctp_reset_outgoing(struct socket *so, const uint16_t *streams, uint
     return result;
 }
 
+// usrsctp's read-only SCTP_GET_SNDBUF_USE (RFC 6458 leaves it out; usrsctp.h does not declare it,
+// the socket option handler does): the association's output queue in bytes, unsent and sent but
+// unacknowledged together.
+#define CONDUIT_SCTP_GET_SNDBUF_USE 0x00001101
+struct conduit_sctp_sockstat {
+    sctp_assoc_t ss_assoc_id;
+    uint32_t ss_total_sndbuf;
+    uint32_t ss_total_recv_buf;
+};
+
 int conduit_sctp_outstanding(struct socket *so) {
+    // Queued bytes decide: SCTP_STATUS's sstat_unackdata counts only chunks sent and not yet
+    // acknowledged (not those still queued), and sstat_penddata is the *receive* side (chunks
+    // waiting for reassembly or order), which has nothing to do with what this side sent.
+    struct conduit_sctp_sockstat queue;
+    memset(&queue, 0, sizeof queue);
+    socklen_t queueLength = sizeof queue;
+    if (usrsctp_getsockopt(so, IPPROTO_SCTP, CONDUIT_SCTP_GET_SNDBUF_USE, &queue, &queueLength) < 0) return -1;
+    if (queue.ss_total_sndbuf == 0) return 0;
     struct sctp_status status;
     memset(&status, 0, sizeof status);
     socklen_t length = sizeof status;
     if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_STATUS, &status, &length) < 0) return -1;
-    return (int)status.sstat_unackdata + (int)status.sstat_penddata;
+    // Something is queued: at least one chunk is owed, however many were sent.
+    return status.sstat_unackdata > 0 ? (int)status.sstat_unackdata : 1;
 }
 
 int conduit_sctp_set_abort_on_close(struct socket *so) {

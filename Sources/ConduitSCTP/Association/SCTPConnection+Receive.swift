@@ -27,7 +27,7 @@ extension SCTPConnection {
         let buffer = stack.receiveBuffer
         // Conduit messages are queued without waking the link's reader; wake it once at the end.
         defer { linkInbox.wake() }
-        while state != .closed, let socket, inboxesHaveRoom() {
+        while state != .closed, !peerIsShuttingDown, let socket, inboxesHaveRoom() {
             var stream: UInt16 = 0, ppid: UInt32 = 0
             var isNotification: Int32 = 0, isEnd: Int32 = 0
             let count = conduit_sctp_receive(socket, buffer.baseAddress, buffer.count, &stream, &ppid, &isNotification, &isEnd)
@@ -38,7 +38,7 @@ extension SCTPConnection {
                 return
             }
             if count == 0 {
-                peerClosed(.shutDownByPeer)
+                peerShuttingDown()
                 return
             }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])

@@ -40,6 +40,11 @@ final class SCTPConnection: @unchecked Sendable {
     private var serviceScheduled = false
     var partial: [UInt8] = []
     var partialIsOversize = false
+    /// The peer shut down (SHUTDOWN received, reads at their end): the association stays up until
+    /// what this side sent is acknowledged (RFC 9260 section 9.2), so that can still be seen.
+    var peerIsShuttingDown = false
+    /// Chunks still owed when the association ended (nil while it lives).
+    private(set) var outstandingAtEnd: Int?
     private var establishedPromise: EventLoopPromise<Void>?
     var statistics = SCTPAssociationStatistics()
 
@@ -300,6 +305,24 @@ final class SCTPConnection: @unchecked Sendable {
         teardown(abort: false, peerClosed: true, reason: reason)
     }
 
+    /// The peer sent SHUTDOWN (our reads hit the end): nothing more arrives, so readers see the
+    /// end now, but the association is kept while usrsctp delivers what this side still owes, up
+    /// to `limit`, then torn down as shut down by the peer.
+    func peerShuttingDown(limit: TimeAmount = .seconds(2)) {
+        guard state == .established, !peerIsShuttingDown else { return peerClosed(.shutDownByPeer) }
+        peerIsShuttingDown = true
+        linkInbox.finish(discarding: false)
+        acceptInbox.finish(discarding: false)
+        for record in channels.values { record.handle?.inbox.finish(discarding: false) }
+        endWhenDelivered(by: NIODeadline.now() + limit)
+    }
+
+    private func endWhenDelivered(by deadline: NIODeadline) {
+        guard state != .closed else { return }
+        if outstanding == 0 || NIODeadline.now() >= deadline { return peerClosed(.shutDownByPeer) }
+        stack.loop.scheduleTask(in: .milliseconds(5)) { [self] in endWhenDelivered(by: deadline) }
+    }
+
     /// Closes from our side: a graceful SHUTDOWN once what was sent is delivered. `reason` says
     /// why when it is not the app's own wish (a listener refusing the peer, say).
     func close(_ reason: SCTPCloseReason = .closedLocally) {
@@ -308,6 +331,7 @@ final class SCTPConnection: @unchecked Sendable {
     }
 
     private func teardown(abort: Bool, peerClosed: Bool, reason: SCTPCloseReason) {
+        outstandingAtEnd = outstanding
         endReasonBox.withLock { $0 = $0 ?? reason }
         logger.log(
             level: reason.isAbnormal ? .notice : .debug, "sctp association ended",

@@ -17,6 +17,9 @@ public final class SCTPLink: TransportLink {
 
     /// How long a goodbye waits for the frames written before it.
     static let goodbyeDrainLimit = Duration.seconds(10)
+    /// How long ``close()`` waits for data written and not yet acknowledged: a few delayed-SACK
+    /// intervals (RFC 9260 section 6.2: at most 500 ms, usrsctp's default 200 ms).
+    static let closeDrainLimit = Duration.seconds(1)
 
     init(connection: SCTPConnection, observer: SCTPObserver? = nil) {
         self.connection = connection
@@ -77,9 +80,12 @@ public final class SCTPLink: TransportLink {
         let deadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         var outstanding = 0
         while true {
-            // `outstanding` reads 0 once the association is gone: what was last seen then stays.
-            guard let (now, open) = try? await connection.stack.loop.submit({ (connection.outstanding, connection.state == .established) }).get(), open else { break }
+            // Once the association is gone, what it still owed when it ended.
+            guard let (now, open) = try? await connection.stack.loop.submit({
+                (connection.outstandingAtEnd ?? connection.outstanding, connection.state == .established)
+            }).get() else { break }
             outstanding = now
+            guard open else { break }
             if outstanding == 0 || NIODeadline.now() >= deadline { break }
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -98,8 +104,12 @@ public final class SCTPLink: TransportLink {
     }
 
     /// Ends reads and shuts the association down gracefully (what was written is still
-    /// delivered). Never waits for the peer.
+    /// delivered). While the association is up and data written on it is unacknowledged, it
+    /// first waits (at most ``closeDrainLimit``) for the peer's acknowledgement: a peer that hangs
+    /// up right after its last read acknowledges that data a moment later, and a flush waiting
+    /// beside this close should see it acknowledged rather than cut off by our own teardown.
     public func close() async {
+        _ = await waitForAcknowledgement(channel: nil, timeout: Self.closeDrainLimit)
         let connection = self.connection
         connection.linkInbox.finish(discarding: true)
         let statistics = try? await connection.stack.loop.submit { () -> SCTPAssociationStatistics in
