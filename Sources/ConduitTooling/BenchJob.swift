@@ -155,6 +155,7 @@ package struct BenchJob: Sendable {
             report.latencyP50Micros = latency?.p50Micros
             report.latencyP99Micros = latency?.p99Micros
             report.latencySamples = latency?.samples
+            report.bulkMegabytesPerSecondUnderLoad = latency?.bulkMegabytesPerSecond
             reports.append(report)
         }
         return reports
@@ -243,6 +244,9 @@ package struct BenchCellReport: Sendable, Codable, Hashable {
     package var latencyP50Micros: Double?
     package var latencyP99Micros: Double?
     package var latencySamples: Int?
+    /// With `--latency-under-load`: the bulk transfer's MB/s on the same call while the latency
+    /// messages went (their session at high priority, the bulk's at low).
+    package var bulkMegabytesPerSecondUnderLoad: Double?
     /// The median MB/s over usrsctp tsctp's at the same size (`--reference`).
     package var ratioToTsctp: Double?
     /// The median MB/s over the plain UDP blast's (`--reference`).

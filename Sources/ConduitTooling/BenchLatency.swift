@@ -7,16 +7,24 @@ import ConduitCore
 /// the process's continuous clock since the run began) as its message timestamp. The receiver
 /// reads the same clock when the whole message is delivered to it, so each sample is the true
 /// send-to-delivery time through the API, transport and back, with no clock offset to estimate.
+///
+/// Under load (`--latency-under-load`), a bulk transfer runs on the same call for the whole
+/// measurement: a `reliableBytes` session at low priority, uncapped, kept full, while the timed
+/// messages go on a high-priority session. The figures then show how long a small message waits
+/// behind bulk data (head-of-line blocking between sessions), beside the bulk's own throughput.
 package struct BenchLatency: Sendable {
     package struct Options: Sendable, Hashable {
         /// Messages per cell; 0 turns the measurement off.
         package var messages: Int
         /// Messages per second.
         package var rate: Int
+        /// Runs a bulk transfer on the same call meanwhile (see the type's comment).
+        package var underLoad: Bool
 
-        package init(messages: Int = 200, rate: Int = 200) {
+        package init(messages: Int = 200, rate: Int = 200, underLoad: Bool = false) {
             self.messages = messages
             self.rate = rate
+            self.underLoad = underLoad
         }
     }
 
@@ -25,6 +33,8 @@ package struct BenchLatency: Sendable {
         package var samples: Int
         package var p50Micros: Double
         package var p99Micros: Double
+        /// Under load: the bulk transfer's payload MB/s (10^6 bytes) delivered meanwhile.
+        package var bulkMegabytesPerSecond: Double?
 
         /// Nil when there are no samples.
         package init?(microseconds values: [Double]) {
@@ -78,7 +88,10 @@ package struct BenchLatency: Sendable {
             throw error
         }
         do throws(ConduitError) {
-            let session = try await call.makeOutboundDataSession(streamID: 101, type: type)
+            let session = try await call.makeOutboundDataSession(
+                streamID: Self.pingStream, type: type, options: .init(priority: options.underLoad ? .high : .low))
+            let bulk = options.underLoad ? try await Self.startBulk(on: call) : nil
+            defer { bulk?.cancel() }
             let payload = [UInt8](repeating: 0xA5, count: size)
             let interval = Duration.nanoseconds(1_000_000_000 / Int64(options.rate))
             let start = ContinuousClock.now
@@ -89,6 +102,7 @@ package struct BenchLatency: Sendable {
             }
             // Reliable types deliver everything; unreliable ones get a short grace for stragglers.
             await samples.waitForAll(until: type.isReliable ? deadline : min(deadline, .now + .seconds(1)))
+            samples.endBulk()
             await session.close()
         } catch {
             await call.hangUp()
@@ -101,45 +115,113 @@ package struct BenchLatency: Sendable {
         if type.isReliable, values.count < count, !watchdog.hasFired {
             throw ConduitError(.protocolViolation, "latency run on \(transport): \(values.count) of \(count) reliable messages arrived")
         }
-        return Figures(microseconds: values)
+        var figures = Figures(microseconds: values)
+        if options.underLoad { figures?.bulkMegabytesPerSecond = samples.bulkMegabytesPerSecond }
+        return figures
     }
 
-    private static func receive(on call: Call, samples: Samples, origin: ContinuousClock.Instant) async {
-        for await event in call.events {
-            guard case .dataSessionIncoming(let streamID, _, let type) = event else {
-                if case .disconnected = event { return }
-                continue
+    static let pingStream: StreamID = 101
+    static let bulkStream: StreamID = 102
+
+    /// Keeps a low-priority, uncapped bulk session full until cancelled (then closes it, which
+    /// also wakes a send waiting for room).
+    private static func startBulk(on call: Call) async throws(ConduitError) -> Task<Void, Never> {
+        let bulk = try await call.makeOutboundDataSession(
+            streamID: bulkStream, type: .reliableBytes, options: .init(priority: .low, rateLimit: .unlimited))
+        let chunk = [UInt8](repeating: 0x5A, count: 64 * 1_024)
+        let sending = Task {
+            while !Task.isCancelled {
+                do throws(ConduitError) { try await bulk.send(chunk) } catch { return }
             }
-            guard let inbound = try? await call.makeInboundDataSession(streamID: streamID, expecting: type) else { continue }
-            var aggregator = type.isMessage ? nil : FragmentAggregator(streamID: streamID, sessionType: type)
-            while let event = await inbound.events.next() {
-                let timestamp: UInt64
-                switch event {
-                case .message(let message): timestamp = message.timestamp
-                case .fragment(let fragment):
-                    guard let whole = aggregator?.add(fragment, now: .zero) else { continue }
-                    timestamp = whole.timestamp
-                case .closed: return
-                }
-                let now = UInt64(origin.duration(to: .now).nanoseconds)
-                samples.add(microseconds: Double(now &- timestamp) / 1_000)
+        }
+        return Task {
+            await withTaskCancellationHandler {
+                await sending.value
+            } onCancel: {
+                sending.cancel()
+                Task { await bulk.close() }
             }
-            return
         }
     }
 
-    /// The receiver's samples, bounded by the number of messages sent.
+    /// Reads the timed session (and, under load, counts the bulk one's bytes) until the call ends.
+    private static func receive(on call: Call, samples: Samples, origin: ContinuousClock.Instant) async {
+        await withTaskGroup(of: Void.self) { group in
+            for await event in call.events {
+                guard case .dataSessionIncoming(let streamID, _, let type) = event else {
+                    if case .disconnected = event { break }
+                    continue
+                }
+                guard let inbound = try? await call.makeInboundDataSession(streamID: streamID, expecting: type) else { continue }
+                if streamID == bulkStream {
+                    group.addTask { await countBulk(inbound, samples: samples) }
+                } else {
+                    group.addTask { await receivePings(inbound, type: type, samples: samples, origin: origin) }
+                }
+            }
+        }
+    }
+
+    private static func countBulk(_ inbound: InboundDataSession, samples: Samples) async {
+        while let event = await inbound.events.next() {
+            guard case .fragment(let fragment) = event else { return }
+            samples.addBulk(bytes: fragment.bytes.count)
+        }
+    }
+
+    private static func receivePings(_ inbound: InboundDataSession, type: SessionType, samples: Samples, origin: ContinuousClock.Instant) async {
+        var aggregator = type.isMessage ? nil : FragmentAggregator(streamID: inbound.streamID, sessionType: type)
+        while let event = await inbound.events.next() {
+            let timestamp: UInt64
+            switch event {
+            case .message(let message): timestamp = message.timestamp
+            case .fragment(let fragment):
+                guard let whole = aggregator?.add(fragment, now: .zero) else { continue }
+                timestamp = whole.timestamp
+            case .closed: return
+            }
+            let now = UInt64(origin.duration(to: .now).nanoseconds)
+            samples.add(microseconds: Double(now &- timestamp) / 1_000)
+        }
+    }
+
+    /// The receiver's samples, bounded by the number of messages sent, and the bulk's bytes.
     private final class Samples: Sendable {
-        private let state: TSanVisibleMutex<(values: [Double], finished: Bool)>
+        private struct State {
+            var values: [Double] = []
+            var finished = false
+            var bulkBytes = 0
+            var bulkStart: ContinuousClock.Instant?
+            var bulkEnd: ContinuousClock.Instant?
+        }
+        private let state = TSanVisibleMutex(State())
         private let expected: Int
 
         init(expected: Int) {
             self.expected = expected
-            state = TSanVisibleMutex(([], false))
         }
 
         func add(microseconds: Double) {
             state.withLock { if $0.values.count < expected { $0.values.append(microseconds) } }
+        }
+
+        /// Counts bulk bytes delivered until ``endBulk()`` (the measurement's window).
+        func addBulk(bytes: Int) {
+            state.withLock { state in
+                guard state.bulkEnd == nil else { return }
+                if state.bulkStart == nil { state.bulkStart = .now }
+                state.bulkBytes += bytes
+            }
+        }
+
+        func endBulk() { state.withLock { if $0.bulkEnd == nil { $0.bulkEnd = .now } } }
+
+        var bulkMegabytesPerSecond: Double? {
+            state.withLock { state in
+                guard let start = state.bulkStart, let end = state.bulkEnd, end > start else { return nil }
+                let (seconds, attoseconds) = (end - start).components
+                return Double(state.bulkBytes) / 1e6 / (Double(seconds) + Double(attoseconds) / 1e18)
+            }
         }
 
         func finish() { state.withLock { $0.finished = true } }

@@ -11,7 +11,9 @@ struct BenchCommand: AsyncParsableCommand {
             Every run is in process: a listener on the transport URL (port 0: the system picks one) and a \
             sender to it, rate cap off, max(50, --count-bytes / size) fixed-size seeded messages, every \
             payload verified. Then --latency-messages messages at --latency-rate per second measure \
-            one-way latency (send to delivery, one process, one clock): p50 and p99. Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
+            one-way latency (send to delivery, one process, one clock): p50 and p99; with \
+            --latency-under-load, while a bulk transfer runs on the same call (latency session at high \
+            priority, bulk at low), also reporting the bulk's MB/s (JSON: bulkMegabytesPerSecondUnderLoad). Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
             and messages/s, the CPU seconds of the process per run, and its peak resident memory. A \
             progress line per run goes to standard error. With --json the last line \
             is one JSON object: cells (transport, type, size, runs, count, megabytesPerSecond, \
@@ -62,6 +64,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("latency-rate"), help: "Messages per second while measuring latency.")
     var latencyRate: Int = 200
 
+    @Flag(name: .customLong("latency-under-load"), help: "Measure latency while a bulk transfer runs on the same call (ping under load): the latency session at high priority, the bulk at low; reports the bulk's MB/s too.")
+    var latencyUnderLoad = false
+
     @Option(help: "Write an SVG bar chart of throughput per message size to this file.")
     var chart: String?
 
@@ -76,7 +81,7 @@ struct BenchCommand: AsyncParsableCommand {
             runs: runs,
             countBytes: countBytes
         )
-        options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate)
+        options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate, underLoad: latencyUnderLoad)
         if reference {
             options.reference = BenchReferenceOptions(tsctpPath: tsctp, iperf3Path: iperf3, seconds: referenceSeconds)
         }
@@ -125,6 +130,8 @@ struct BenchCommand: AsyncParsableCommand {
         }
         var header = ["transport", "type", "size", "runs", "MB/s median (min–max)", "messages/s median (min–max)", "latency p50/p99 µs", "CPU s median", "peak RSS", "copies send/recv"]
         let withReferences = !references.isEmpty
+        let underLoad = cells.contains { $0.bulkMegabytesPerSecondUnderLoad != nil }
+        if underLoad { header.insert("bulk MB/s under ping", at: 7) }
         if withReferences { header += ["× tsctp", "× TCP", "× blast"] }
         var rows = [header]
         for cell in cells {
@@ -135,6 +142,7 @@ struct BenchCommand: AsyncParsableCommand {
                 String(format: "%.2f", cell.cpuSeconds.median), ReportOutput.bytes(cell.peakResidentBytes),
                 String(format: "%.2f / %.2f", cell.copiesPerMessageSend, cell.copiesPerMessageReceive),
             ]
+            if underLoad { row.insert(cell.bulkMegabytesPerSecondUnderLoad.map { String(format: "%.1f", $0) } ?? "–", at: 7) }
             if withReferences {
                 row += [cell.ratioToTsctp, cell.ratioToTCP, cell.ratioToBlast].map { $0.map { String(format: "%.2f", $0) } ?? "–" }
             }
@@ -147,6 +155,7 @@ struct BenchCommand: AsyncParsableCommand {
             default: "UDP blast (sendmmsg/recvmmsg)"
             }
             var row = [what, "reference", "\(reference.size) B", "\(reference.runs)", spread(reference.megabytesPerSecond, "%.1f"), "", "", "", "", ""]
+            if underLoad { row.append("") }
             row += ["", "", ""]
             rows.append(row)
         }

@@ -24,6 +24,19 @@ struct BenchLatencyAndChartTests {
         #expect(figures.p50Micros <= figures.p99Micros)
     }
 
+    /// Under load, every timed message still arrives (one sample each) while the bulk session
+    /// on the same call delivers data, and its rate is reported; without load there is none.
+    @Test func latencyUnderLoadAlsoReportsTheBulkTransfer() async throws {
+        let loaded = BenchLatency(runtime: .forToolingTests(), options: .init(messages: 40, rate: 200, underLoad: true))
+        let figures = try #require(try await loaded.run(transport: "loopback://latency-under-load", type: .reliableMessage, size: 256, timeout: .seconds(20)))
+        #expect(figures.samples == 40)
+        #expect((figures.bulkMegabytesPerSecond ?? 0) > 0)
+
+        let idle = BenchLatency(runtime: .forToolingTests(), options: .init(messages: 10, rate: 200))
+        let plain = try #require(try await idle.run(transport: "loopback://latency-idle", type: .reliableMessage, size: 256, timeout: .seconds(20)))
+        #expect(plain.bulkMegabytesPerSecond == nil)
+    }
+
     @Test func benchCellsCarryLatencyUnlessTurnedOff() async throws {
         var options = BenchJob.Options(
             transports: ["loopback://bench-latency"], types: [.reliableMessage], sizes: [1_024], runs: 1,
