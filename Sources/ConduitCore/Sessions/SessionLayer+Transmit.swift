@@ -18,12 +18,16 @@ extension SessionLayer {
         // one MTU, so shares by fragment are shares by bytes within one fragment per session). A
         // pass cut short by `maxBytes` resumes at the same session in the next poll, so over a
         // backlog the shares hold across batches.
+        // Weights count in units of the lowest one present: sessions of one priority (the usual
+        // case) take one fragment a turn, the finest interleaving, whatever that priority is.
+        var unit = Int.max
+        for key in outboundOrder { unit = min(unit, scheduling(key).weight) }
         var progressed = true
         while progressed, batch.byteCount < maxBytes {
             progressed = false
             for _ in 0..<outboundOrder.count {
                 let key = outboundOrder[nextOutboundIndex % outboundOrder.count]
-                let weight = scheduling(key).weight
+                let weight = scheduling(key).weight / unit
                 while creditUsed < weight, batch.byteCount < maxBytes, emitFragment(key, now: now, into: &batch) {
                     creditUsed += 1
                     progressed = true
