@@ -21,6 +21,11 @@ struct CallHarness {
     }
 
     /// Both sides connected, events drained.
+    /// `a` sends uncapped; `b` holds at most `bytes` per stream before its app accepts it.
+    static func unlimitedSender(receiverHolding bytes: Int) -> CallHarness {
+        connected(a: CallConfiguration(rateLimit: .unlimited), b: CallConfiguration(maxPendingInboundBytes: bytes))
+    }
+
     static func connected(a configA: CallConfiguration = .init(), b configB: CallConfiguration = .init()) -> CallHarness {
         var harness = CallHarness(a: configA, b: configB)
         harness.pump()
@@ -385,10 +390,7 @@ struct CallMachineDataTests {
 
     @Test("unreliable data held beyond maxPendingInboundBytes is dropped and counted")
     func pendingOverflow() {
-        var harness = CallHarness.connected(
-            a: CallConfiguration(rateLimit: .unlimited),
-            b: CallConfiguration(maxPendingInboundBytes: 10_000)
-        )
+        var harness = CallHarness.unlimitedSender(receiverHolding: 10_000)
         let key = SessionKey(streamID: 300)
         #expect(harness.a.makeOutbound(key, type: .unreliableMessage, now: harness.now) == .none)
         for index in 0..<5 { harness.send(key, Array(repeating: UInt8(index), count: 3_000), timestamp: UInt64(index)) }
@@ -417,10 +419,7 @@ struct CallMachineDataTests {
 
     @Test("reliable data beyond maxPendingInboundBytes is held, never dropped, and asks the host to stop reading", arguments: [SessionType.reliableMessage, .reliableBytes])
     func reliablePendingIsHeld(type: SessionType) {
-        var harness = CallHarness.connected(
-            a: CallConfiguration(rateLimit: .unlimited),
-            b: CallConfiguration(maxPendingInboundBytes: 10_000)
-        )
+        var harness = CallHarness.unlimitedSender(receiverHolding: 10_000)
         let key = SessionKey(streamID: 302)
         #expect(harness.a.makeOutbound(key, type: type, now: harness.now) == .none)
         harness.send(key, Array(repeating: 1, count: 3_000), timestamp: 1)
@@ -503,10 +502,7 @@ struct CallMachineDataTests {
 
     @Test("per-session statistics: queued, sent and held bytes, messages each way, and drops by reason")
     func perSessionStatistics() {
-        var harness = CallHarness.connected(
-            a: CallConfiguration(rateLimit: .unlimited),
-            b: CallConfiguration(maxPendingInboundBytes: 500)
-        )
+        var harness = CallHarness.unlimitedSender(receiverHolding: 500)
         let key = SessionKey(streamID: 320)
         #expect(harness.a.outboundStatistics(key, now: harness.now) == nil)
         #expect(harness.a.makeOutbound(key, type: .reliableMessage, now: harness.now) == .none)
