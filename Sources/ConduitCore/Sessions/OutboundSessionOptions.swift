@@ -7,7 +7,14 @@ public struct OutboundSessionOptions: Sendable, Hashable {
     /// follow WebRTC's `RTCPriorityType` (RFC 8831 section 6.4): very-low 1, low 2, medium 4,
     /// high 8.
     public enum Priority: Int, Sendable, Hashable, CaseIterable, Comparable {
-        case veryLow, low, medium, high
+        /// Weight 1: background transfers.
+        case veryLow
+        /// Weight 2, the default (WebRTC's too).
+        case low
+        /// Weight 4.
+        case medium
+        /// Weight 8: what must overtake bulk data (control, chat, cursor updates).
+        case high
 
         /// Fragments per scheduling round while backlogged.
         public var weight: Int { 1 << rawValue }

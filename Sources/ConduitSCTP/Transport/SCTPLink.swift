@@ -105,7 +105,7 @@ public final class SCTPLink: TransportLink {
 
     /// Ends reads and shuts the association down gracefully (what was written is still
     /// delivered). While the association is up and data written on it is unacknowledged, it
-    /// first waits (at most ``closeDrainLimit``) for the peer's acknowledgement: a peer that hangs
+    /// first waits (at most 1 s) for the peer's acknowledgement: a peer that hangs
     /// up right after its last read acknowledges that data a moment later, and a flush waiting
     /// beside this close should see it acknowledged rather than cut off by our own teardown.
     public func close() async {
