@@ -309,7 +309,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitSRTPTests",
-            dependencies: ["ConduitSRTP", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
+            dependencies: ["ConduitSRTP", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment",
+                           "ConduitNetworkTestSupport"],  // Process.exitStatus (issue 18, leak-free child waits)
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -384,6 +385,7 @@ let package = Package(
             name: "ConduitDocumentationTests",
             dependencies: [
                 "Conduit", "ConduitTesting", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitConformance", "ConduitUDP", "ConduitSCTP", "ConduitRelay",
+                "ConduitNetworkTestSupport",  // Process.exitStatus (issue 18, leak-free child waits)
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],

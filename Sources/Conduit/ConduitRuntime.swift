@@ -176,6 +176,16 @@ public final class CallListener: Sendable {
     /// Stops accepting: ``accept()`` returns nil from then on; calls established but not yet
     /// accepted are hung up.
     public func close() async {
+        await Self.close(listener, established)
+    }
+
+    /// A listener dropped without ``close()`` closes itself: otherwise its accept loop waits on
+    /// the transport forever, keeping the transport's listener (its name or port) and its task.
+    deinit {
+        Task { [listener, established] in await Self.close(listener, established) }
+    }
+
+    private static func close(_ listener: any TransportListener, _ established: AsyncBoundedChannel<Result<Call, ConduitError>>) async {
         await listener.close()
         for case .success(let call) in established.finishAndDiscard() { await call.hangUp() }
     }

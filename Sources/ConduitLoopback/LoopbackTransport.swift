@@ -91,7 +91,9 @@ public final class LoopbackListener: TransportListener {
     let name: String
     let options: LoopbackTransport.Configuration
     public let localURL: TransportURL
-    private let hub: LoopbackHub
+    /// Weak: the hub holds its bound listeners, so a listener never closed would otherwise keep
+    /// its hub, and the hub it, alive for good once the transport is gone.
+    private weak let hub: LoopbackHub?
     private let backlog = AsyncBoundedChannel<LoopbackLink>(capacity: 128)
 
     init(name: String, url: TransportURL, options: LoopbackTransport.Configuration, hub: LoopbackHub) {
@@ -107,7 +109,7 @@ public final class LoopbackListener: TransportListener {
 
     /// Unbinds the name: a pending `accept` returns nil; links already accepted keep working.
     public func close() async {
-        hub.unbind(name, self)
+        hub?.unbind(name, self)
         backlog.finish()
         while let link = await backlog.next() { await link.close() }
     }

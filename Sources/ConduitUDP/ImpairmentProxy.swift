@@ -104,13 +104,11 @@ public final class ImpairmentProxy: Sendable {
             eventLoop: loop
         )
         let relay = ProxyRelay()
-        let front = try await DatagramBootstrap(group: loop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromClient($0) })
-                }
+        let front = try await DatagramBootstrap(group: loop).bindClosingOnFailure(to: listen) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromClient($0) })
             }
-            .bind(to: listen).get()
+        }
         let back: any Channel
         do {
             back = try await DatagramBootstrap(group: loop)

@@ -1,5 +1,6 @@
 import Foundation
 import ConduitCore
+import ConduitNetworkTestSupport
 
 /// What a documented program printed: the programs run here with a local `print` that writes to
 /// one of these, so the tests can check their output.
@@ -54,10 +55,8 @@ func runProcess(_ executable: String, _ arguments: [String], in directory: URL, 
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = output
     process.standardError = output
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do { try process.run() } catch { continuation.resume(throwing: error) }
-    }
+    try process.run()
+    let status = await process.exitStatus()
     try output.close()
     return ProcessResult(status: status, output: try String(contentsOf: outputFile, encoding: .utf8))
 }

@@ -1,6 +1,7 @@
 #if SRTP
 import ConduitCore
 import ConduitImpairment
+import ConduitNetworkTestSupport
 import ConduitSRTP
 import Foundation
 import Testing
@@ -96,7 +97,7 @@ enum PionInterop {
     }
 
     /// Runs the pion program on one request; its JSON reply, each list by name. `go run` takes
-    /// seconds: the wait suspends (the termination handler resumes it) instead of blocking a
+    /// seconds: the wait suspends (a thread of its own waits) instead of blocking a
     /// thread of the cooperative pool, which would stall every other test with it.
     static func run(_ request: [String: Any]) async throws -> [String: [String]] {
         let process = Process()
@@ -119,10 +120,8 @@ enum PionInterop {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
+        try process.run()
+        let status = await process.exitStatus()
         for handle in [input, output, errors] { try handle.close() }
         let data = try Data(contentsOf: outputURL)
         let problems = String(decoding: try Data(contentsOf: errorURL), as: UTF8.self)

@@ -53,12 +53,11 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 16 * 65_536))
                 .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(4 << 20))
                 .channelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(4 << 20))
-                .channelInitializer { channel in
+                .bindClosingOnFailure(to: address) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(SCTPDatagramHandler(holder: holder))
                     }
                 }
-                .bind(to: address).get()
             let endpoint = SCTPUDPEndpoint(stack: stack, channel: channel, isListener: isListener, limits: limits)
             try await stack.loop.submit { holder.endpoint = endpoint }.get()
             return endpoint

@@ -53,13 +53,13 @@ enum UDPSocket {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slice * vectorReads))
                 .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(socketBufferBytes))
                 .channelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(socketBufferBytes))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: onDatagram, onBurstEnd: onBurstEnd))
-                    }
+            let initializer: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: onDatagram, onBurstEnd: onBurstEnd))
                 }
-            if let direct { return try await bootstrap.withBoundSocket(direct.descriptor).get() }
-            return try await bootstrap.bind(to: address).get()
+            }
+            if let direct { return try await bootstrap.channelInitializer(initializer).withBoundSocket(direct.descriptor).get() }
+            return try await bootstrap.bindClosingOnFailure(to: address, initializer: initializer)
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw ConduitError(.addressInUse, "udp://\(SocketAddressing.describe(address)) is already in use")
         } catch {
