@@ -29,6 +29,7 @@ public enum SeedCorpus {
         case "dcep": dcep()
         case "zlib-inflate": zlibStreams()
         case "arq-engine": arqPrograms()
+        case "call-machine": callPrograms()
         default: []
         }
     }
@@ -148,6 +149,19 @@ public enum SeedCorpus {
         let sends: [UInt8] = [0, 0, 10, 0, 1, 200, 0, 2, 50, 0, 3, 0, 0, 0, 240]
         let exchange: [UInt8] = [1, 3, 0, 3, 2, 3, 0, 2, 3, 0, 4, 25, 1, 3, 3, 3, 0, 4, 100, 1, 3, 0, 2, 3, 0]
         return [sends + exchange, sends + exchange + sends + [4, 255, 4, 255] + exchange, sends + [1, 5, 4, 0x12, 0, 0, 0] + exchange]
+    }
+
+    /// Programs for `call-machine` (a start byte, then operations as ``CallProgramRun`` reads
+    /// them), one from every starting state, two with small caps and pacing: B's frames delivered,
+    /// sends and accepts on both sides, time steps, a graceful close, a junk datagram, a replayed
+    /// frame, a hang-up.
+    private static func callPrograms() -> [[UInt8]] {
+        let exchange: [UInt8] = [
+            7, 2, 3, 3, 3, 6, 1, 0x13, 5, 1, 0x02, 7, 2, 3, 3, 3, 4, 20, 5, 2, 0x10, 6, 2, 0x00, 7, 2, 3, 3, 3, 4, 200,
+            6, 4, 0x10, 7, 2, 3, 3, 3, 4, 0x90, 7, 2, 3,
+        ]
+        let attack: [UInt8] = [0, 4, 1, 2, 3, 4, 1, 5, 3, 0xFF, 1, 2, 0, 0, 5, 5, 0]
+        return [0, 1, 2, 3, 4, 5, 0x83, 0xC3].map { [$0] + exchange } + [[3] + exchange + attack]
     }
 
     private static func zlibStreams() -> [[UInt8]] {

@@ -1,0 +1,46 @@
+/// What a session layer holds now, for checks that its caps hold whatever the peer sends (the
+/// fuzz targets read it after every step).
+package struct SessionFootprint: Sendable, Hashable {
+    /// Announced inbound streams (accepted or not).
+    package var inboundSessions = 0
+    /// The most bytes held for one announced stream the app has not made yet.
+    package var largestPendingInboundBytes = 0
+    /// Outbound sessions, open or closed.
+    package var outboundSessions = 0
+    /// The most bytes queued in one outbound session.
+    package var largestQueuedBytes = 0
+    /// Reassemblers (one per sender).
+    package var reassemblers = 0
+    /// The most bytes one reassembler reserves for incomplete messages.
+    package var largestReassemblyBytes = 0
+    /// The most incomplete messages one reassembler holds.
+    package var largestIncompleteMessages = 0
+    /// Control frames waiting to be written.
+    package var controlFramesQueued = 0
+    /// Events the driver has not taken yet.
+    package var eventsQueued = 0
+}
+
+extension SessionLayer {
+    /// What the layer holds now.
+    package var footprint: SessionFootprint {
+        var footprint = SessionFootprint()
+        footprint.inboundSessions = inbound.count
+        footprint.largestPendingInboundBytes = inbound.values.reduce(0) { max($0, $1.pendingBytes) }
+        footprint.outboundSessions = outbound.count
+        footprint.largestQueuedBytes = outbound.values.reduce(0) { max($0, $1.queuedBytes) }
+        footprint.reassemblers = reassemblers.count
+        footprint.largestReassemblyBytes = reassemblers.values.reduce(0) { max($0, $1.bufferedBytes) }
+        footprint.largestIncompleteMessages = reassemblers.values.reduce(0) { max($0, $1.incompleteMessages) }
+        footprint.controlFramesQueued = controlOut.count
+        footprint.eventsQueued = events.count
+        return footprint
+    }
+}
+
+extension CallMachine {
+    /// What the call's sessions hold now (see ``SessionFootprint``).
+    package var footprint: SessionFootprint { sessions.footprint }
+    /// Subgroups the peer announced (at most ``maxRemoteSubgroups``).
+    package var remoteSubgroupCount: Int { remoteSubgroups.count }
+}
