@@ -20,7 +20,7 @@ enum SessionEventKind {
 /// only for an inbound session the app made and that has not closed, each close at most once and
 /// only for a session that exists, `tooLongQueuedData` alternating on and off.
 struct SessionEventLedger {
-    let check: Invariants
+    var check: Invariants
     let side: String
     var connected = false
     var disconnected = false

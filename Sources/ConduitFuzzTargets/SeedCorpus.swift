@@ -30,6 +30,8 @@ public enum SeedCorpus {
         case "zlib-inflate": zlibStreams()
         case "arq-engine": arqPrograms()
         case "call-machine": callPrograms()
+        case "conference-machine": roomPrograms(attack: [0, 0, 4, 1, 2, 3, 4, 0, 1, 2, 5, 0xFF, 0, 1, 0, 0, 0])
+        case "relay-machine": roomPrograms(attack: [0, 0, 0, 1, 4, 9, 9, 9, 9, 0, 2, 0, 0, 0, 3, 1, 5, 0x40, 6])
         default: []
         }
     }
@@ -162,6 +164,15 @@ public enum SeedCorpus {
         ]
         let attack: [UInt8] = [0, 4, 1, 2, 3, 4, 1, 5, 3, 0xFF, 1, 2, 0, 0, 5, 5, 0]
         return [0, 1, 2, 3, 4, 5, 0x83, 0xC3].map { [$0] + exchange } + [[3] + exchange + attack]
+    }
+
+    /// Programs for the room targets (a start byte, then operations as `runRoomProgram` reads
+    /// them), one from every starting state and one with small relay caps: frames delivered both
+    /// ways, sends on sessions and on a track, time steps; then the target's own attack.
+    private static func roomPrograms(attack: [UInt8]) -> [[UInt8]] {
+        let deliver: [UInt8] = [7, 1, 3, 6, 2, 0, 3, 2, 1, 3]
+        let exchange: [UInt8] = deliver + [12, 1, 0x13, 4, 1, 0x02] + deliver + [3, 20, 4, 10, 0x01] + deliver + [3, 0x90] + deliver
+        return [0, 1, 2, 3, 4, 5, 0x83].map { [$0] + exchange } + [[3] + exchange + attack + deliver]
     }
 
     private static func zlibStreams() -> [[UInt8]] {
