@@ -14,11 +14,10 @@ extension FuzzTargets {
     ) { (input) throws(FuzzFailure) in
         var program = ProgramReader(input)
         var run = try CallProgramRun.starting(program.byte() ?? 0)
-        while let op = program.byte(), run.operations < 256 {
-            run.operations += 1
+        try program.forEachOperation(limit: 256) { op, program throws(FuzzFailure) in
             switch op % 8 {
             case 0: run.feedA(program.bytes(Int(program.byte() ?? 0)))
-            case 1: run.feedA(run.mutated(program.byte() ?? 0, at: program.byte() ?? 0, xor: program.byte() ?? 0))
+            case 1: run.feedA(mutatedFrame(run.recorded, program.byte() ?? 0, at: program.byte() ?? 0, xor: program.byte() ?? 0))
             case 2: try run.deliver(toA: true, count: Int(program.byte() ?? 0) % 4 + 1)
             case 3: try run.deliver(toA: false, count: Int(program.byte() ?? 0) % 4 + 1)
             case 4: try run.advance(fuzzedStep(program.byte() ?? 0))
@@ -56,7 +55,6 @@ struct CallProgramRun {
     var deliveredToA: [SessionKey: [Int]] = [:]
     /// A got something B did not send (junk, a mutated or replayed frame).
     var attacked = false
-    var operations = 0
 
     /// The run for start byte `start`: each of the 24 starting states is reached once per process
     /// and copied (the machines are values), so an input pays only for its own program.
@@ -164,14 +162,6 @@ struct CallProgramRun {
         bytes.withUnsafeBytes { a.handle(datagram: $0, now: now) }
     }
 
-    /// A real frame of B's with one byte changed (or as it was: a replay).
-    func mutated(_ pick: UInt8, at position: UInt8, xor: UInt8) -> [UInt8] {
-        guard !recorded.isEmpty else { return [] }
-        var frame = recorded[Int(pick) % recorded.count]
-        if !frame.isEmpty { frame[Int(position) % frame.count] ^= xor }
-        return frame
-    }
-
     mutating func advance(_ step: Duration) throws(FuzzFailure) {
         now = now + step
         a.handleTimeout(now: now)
@@ -185,21 +175,15 @@ struct CallProgramRun {
         let key = Self.streams[Int(argument >> 4) % Self.streams.count]
         switch action % 8 {
         case 0:
-            if a.makeOutbound(key, type: Self.types[Int(argument) % 4], now: now) == .none { try ledgerA.madeOutbound(key) }
+            try Self.open(&a, key, argument, now: now, &ledgerA)
         case 1:
             _ = a.enqueue(key, bytes: Array(repeating: argument, count: Int(argument & 0x0F) * 60), timestamp: 1, now: now)
-        case 2:
-            if a.makeInbound(key) == .none { try ledgerA.madeInbound(key) }
-        case 3:
-            a.unsupportInbound(key)
-        case 4:
-            a.closeOutbound(key)
-        case 5:
-            a.hangUp()
-        case 6:
-            a.linkClosed()
-        default:
-            break
+        case 2: if a.makeInbound(key) == .none { try ledgerA.madeInbound(key) }
+        case 3: a.unsupportInbound(key)
+        case 4: a.closeOutbound(key)
+        case 5: a.hangUp()
+        case 6: a.linkClosed()
+        default: break
         }
         try collect()
         if a.isEnded { try ledgerA.expectDisconnected() }
@@ -208,15 +192,16 @@ struct CallProgramRun {
     /// What B's app may do: the same, its sends traced so A's deliveries can be checked.
     mutating func appB(_ action: UInt8, _ argument: UInt8) throws(FuzzFailure) {
         let key = Self.streams[Int(argument >> 4) % Self.streams.count]
-        switch action % 8 {
-        case 0:
-            if b.makeOutbound(key, type: Self.types[Int(argument) % 4], now: now) == .none { try ledgerB.madeOutbound(key) }
-        case 1:
+        if action % 8 == 1 {
             let index = sentByB[key, default: []].count
             let payload = tracedPayload(stream: key.streamID, index: index, size: Int(argument & 0x3F) * 20)
             if case .queued = b.enqueue(key, bytes: payload, timestamp: UInt64(index), now: now), b.outboundType(key) == .reliableMessage {
                 sentByB[key, default: []].append(payload)
             }
+            return try collect()
+        }
+        switch action % 8 {
+        case 0: try Self.open(&b, key, argument, now: now, &ledgerB)
         case 2:
             if b.makeInbound(key) == .none { try ledgerB.madeInbound(key) }
         case 4:
@@ -227,6 +212,11 @@ struct CallProgramRun {
             break
         }
         try collect()
+    }
+
+    /// The app opens outbound session `key`, of the type `argument` picks.
+    static func open(_ machine: inout CallMachine, _ key: SessionKey, _ argument: UInt8, now: ConduitInstant, _ ledger: inout SessionEventLedger) throws(FuzzFailure) {
+        if machine.makeOutbound(key, type: types[Int(argument) % 4], now: now) == .none { try ledger.madeOutbound(key) }
     }
 
     /// Drains both machines' events through their ledgers, checks A's deliveries and caps.

@@ -132,3 +132,22 @@ func checkTimeoutMovedOn(_ deadline: ConduitInstant?, now: ConduitInstant, _ che
     guard let deadline else { return }
     try check.require(deadline > now, "\(side): timeout deadline \(deadline) not after now \(now) once handleTimeout ran: a driver would spin")
 }
+
+/// A real frame with one byte changed (or as it was: a replay); empty when there is none yet.
+func mutatedFrame(_ pool: [[UInt8]], _ pick: UInt8, at position: UInt8, xor: UInt8) -> [UInt8] {
+    guard !pool.isEmpty else { return [] }
+    var frame = pool[Int(pick) % pool.count]
+    if !frame.isEmpty { frame[Int(position) % frame.count] ^= xor }
+    return frame
+}
+
+extension ProgramReader {
+    /// Runs `body` on each operation byte, at most `limit` of them (so every input ends soon).
+    mutating func forEachOperation(limit: Int, _ body: (UInt8, inout ProgramReader) throws(FuzzFailure) -> Void) throws(FuzzFailure) {
+        var count = 0
+        while count < limit, let op = byte() {
+            count += 1
+            try body(op, &self)
+        }
+    }
+}

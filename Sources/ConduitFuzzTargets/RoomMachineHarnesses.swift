@@ -16,7 +16,7 @@ extension FuzzTargets {
             run.aliceAttacked = true
             let bytes = program.byte().map { $0 & 1 == 0 } ?? true
                 ? program.bytes(Int(program.byte() ?? 0))
-                : RoomProgramRun.mutated(run.fromRelay, program.byte() ?? 0, at: program.byte() ?? 0, xor: program.byte() ?? 0)
+                : mutatedFrame(run.fromRelay, program.byte() ?? 0, at: program.byte() ?? 0, xor: program.byte() ?? 0)
             guard run.linkOpen[0] else { return }
             bytes.withUnsafeBytes { run.clients[0].handle(datagram: $0, now: run.now) }
             try run.collect(0)
@@ -48,7 +48,7 @@ extension FuzzTargets {
                 run.relay.handle(RoomProgramRun.attacker, datagram: program.bytes(Int(program.byte() ?? 0)), now: run.now)
             default:
                 guard run.attackerOpen else { return }
-                let frame = RoomProgramRun.mutated(run.fromClients, program.byte() ?? 0, at: program.byte() ?? 0, xor: choice & 1 == 0 ? 0 : program.byte() ?? 0)
+                let frame = mutatedFrame(run.fromClients, program.byte() ?? 0, at: program.byte() ?? 0, xor: choice & 1 == 0 ? 0 : program.byte() ?? 0)
                 run.relay.handle(RoomProgramRun.attacker, datagram: frame, now: run.now)
             }
             try run.service()
@@ -61,8 +61,7 @@ extension FuzzTargets {
     ) throws(FuzzFailure) -> Bool {
         var program = ProgramReader(input)
         var run = try RoomProgramRun.starting(program.byte() ?? 0, target: target)
-        while let op = program.byte(), run.operations < 256 {
-            run.operations += 1
+        try program.forEachOperation(limit: 256) { op, program throws(FuzzFailure) in
             switch op % 8 {
             case 0: try attack(&run, &program)
             case 1: try run.deliverToRelay(count: Int(program.byte() ?? 0) % 4 + 1)

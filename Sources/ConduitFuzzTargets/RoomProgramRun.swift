@@ -36,7 +36,6 @@ struct RoomProgramRun {
     var deliveredToAlice: [Int] = []
     /// Alice got something the relay did not send (the `conference-machine` target's attack).
     var aliceAttacked = false
-    var operations = 0
 
     init(check: Invariants, start: UInt8) throws(FuzzFailure) {
         self.check = check
@@ -188,14 +187,6 @@ struct RoomProgramRun {
         relay.connectionClosed(RelayConnectionID(UInt64(side + 1)), now: now)
         toRelay[side].removeAll()
         toClient[side].removeAll()
-    }
-
-    /// A real frame with one byte changed (or as it was: a replay).
-    static func mutated(_ pool: [[UInt8]], _ pick: UInt8, at position: UInt8, xor: UInt8) -> [UInt8] {
-        guard !pool.isEmpty else { return [] }
-        var frame = pool[Int(pick) % pool.count]
-        if !frame.isEmpty { frame[Int(position) % frame.count] ^= xor }
-        return frame
     }
 
     mutating func advance(_ step: Duration) throws(FuzzFailure) {

@@ -13,24 +13,9 @@ extension FuzzTargets {
     /// host's links within its cap and counted exactly; handshakes within the rate; the table bounded.
     static let udpListener = FuzzTarget(
         name: "udp-listener",
-        summary: "udp:// listener handshake and admission (control messages, cookie jar, address ledger) under a fuzzed program: cookies, caps, rate"
-    ) { (input) throws(FuzzFailure) in
-        var program = ProgramReader(input)
-        var run = UDPListenerRun(check: Invariants(target: "udp-listener"))
-        while let op = program.byte(), run.operations < 512 {
-            run.operations += 1
-            switch op % 6 {
-            case 0: try run.hello(host: program.byte() ?? 0, ssrc: program.byte() ?? 0, mtu: program.byte() ?? 0)
-            case 1: try run.echo(program.byte() ?? 0)
-            case 2: try run.forge(program.byte() ?? 0, field: program.byte() ?? 0, xor: program.byte() ?? 0)
-            case 3: try run.junk(host: program.byte() ?? 0, program.bytes(Int(program.byte() ?? 0)))
-            case 4: run.now = run.now + fuzzedStep(program.byte() ?? 0)
-            default: try run.closeLink(program.byte() ?? 0)
-            }
-            try run.checkLedger()
-        }
-        return true
-    }
+        summary: "udp:// listener handshake and admission (control messages, cookie jar, address ledger) under a fuzzed program: cookies, caps, rate",
+        run: UDPListenerRun.run
+    )
 }
 
 /// One `udp-listener` program: the jar, the ledger, the cookies handed out and the links made.
@@ -56,17 +41,40 @@ struct UDPListenerRun {
 
     init(check: Invariants) { self.check = check }
 
+    /// Runs one input: operations as the target's summary says, at most 512.
+    static func run(_ input: UnsafeRawBufferPointer) throws(FuzzFailure) -> Bool {
+        var program = ProgramReader(input)
+        var run = UDPListenerRun(check: Invariants(target: "udp-listener"))
+        try program.forEachOperation(limit: 512) { op, program throws(FuzzFailure) in
+            run.operations += 1
+            switch op % 6 {
+            case 0: try run.hello(host: program.byte() ?? 0, ssrc: program.byte() ?? 0, mtu: program.byte() ?? 0)
+            case 1: try run.echo(program.byte() ?? 0)
+            case 2: try run.forge(program.byte() ?? 0, field: program.byte() ?? 0, xor: program.byte() ?? 0)
+            case 3: try run.junk(host: program.byte() ?? 0, program.bytes(Int(program.byte() ?? 0)))
+            case 4: run.now = run.now + fuzzedStep(program.byte() ?? 0)
+            default: try run.closeLink(program.byte() ?? 0)
+            }
+            try run.checkLedger()
+        }
+        return true
+    }
+
     /// The listener's clock in seconds, as its cookie jar reads it.
     var seconds: UInt32 { UInt32(truncatingIfNeeded: now.nanoseconds / 1_000_000_000) }
 
-    static func address(_ host: Int) -> SocketAddress {
-        // 16 IPv4 hosts, 16 IPv6 ones, two ports each: the limits count hosts, not ports.
-        let port = 4_000 + host / 32 % 2
+    /// 16 IPv4 hosts and 16 IPv6 ones, two ports each (host h and h + 32): the limits count
+    /// hosts, not ports. Made once: parsing an address per operation would be most of the cost.
+    static let addresses: [SocketAddress] = (0..<64).map { host in
+        let port = 4_000 + host / 32
         return host % 32 < 16 ? try! SocketAddress(ipAddress: "127.0.0.\(host % 32 + 1)", port: port)
             : try! SocketAddress(ipAddress: "::ffff:10.0.0.\(host % 32)", port: port)
     }
+    static let hostKeys: [String] = addresses.map { $0.ipAddress! }
 
-    static func hostKey(_ host: Int) -> String { address(host).ipAddress! }
+    static func address(_ host: Int) -> SocketAddress { addresses[host % 64] }
+
+    static func hostKey(_ host: Int) -> String { hostKeys[host % 64] }
 
     /// A message as it crosses the wire: written, then parsed back as the listener reads it.
     func onWire(_ message: UDPControlMessage) throws(FuzzFailure) -> UDPControlMessage {

@@ -3,27 +3,16 @@ import ConduitCore
 /// What a relay machine holds now, for checks that its caps hold whatever its links send (the
 /// `relay-machine` fuzz target reads it after every step).
 package struct RelayFootprint: Sendable, Hashable {
-    /// Links the relay knows (any phase).
-    package var connections = 0
-    /// Links that have not joined yet (counted against `maxPendingConnections`).
-    package var pendingConnections = 0
-    /// Rooms with members.
-    package var rooms = 0
+    /// Links the relay knows (any phase); those not joined yet (counted against
+    /// `maxPendingConnections`); rooms with members.
+    package var connections = 0, pendingConnections = 0, rooms = 0
     /// The most members, subgroups, tracks and labeled channels in one room.
-    package var largestRoom = 0
-    package var largestSubgroups = 0
-    package var largestTracks = 0
-    package var largestChannels = 0
+    package var largestRoom = 0, largestSubgroups = 0, largestTracks = 0, largestChannels = 0
     /// The most subscriptions, sessions and unsupported streams of one member.
-    package var largestSubscriptions = 0
-    package var largestSessions = 0
-    package var largestUnsupported = 0
-    /// The most bytes queued for one link.
-    package var largestOutbox = 0
-    /// Changes waiting to be announced in one room's next peer-list update.
-    package var largestPendingChanges = 0
-    /// Actions the driver has not taken yet.
-    package var actionsQueued = 0
+    package var largestSubscriptions = 0, largestSessions = 0, largestUnsupported = 0
+    /// The most bytes queued for one link; the most changes waiting for one room's next
+    /// peer-list update; actions the driver has not taken yet.
+    package var largestOutbox = 0, largestPendingChanges = 0, actionsQueued = 0
 }
 
 extension RelayMachine {

@@ -1,24 +1,16 @@
 /// What a session layer holds now, for checks that its caps hold whatever the peer sends (the
 /// fuzz targets read it after every step).
 package struct SessionFootprint: Sendable, Hashable {
-    /// Announced inbound streams (accepted or not).
-    package var inboundSessions = 0
-    /// The most bytes held for one announced stream the app has not made yet.
-    package var largestPendingInboundBytes = 0
-    /// Outbound sessions, open or closed.
-    package var outboundSessions = 0
-    /// The most bytes queued in one outbound session.
-    package var largestQueuedBytes = 0
-    /// Reassemblers (one per sender).
-    package var reassemblers = 0
-    /// The most bytes one reassembler reserves for incomplete messages.
-    package var largestReassemblyBytes = 0
-    /// The most incomplete messages one reassembler holds.
-    package var largestIncompleteMessages = 0
-    /// Control frames waiting to be written.
-    package var controlFramesQueued = 0
-    /// Events the driver has not taken yet.
-    package var eventsQueued = 0
+    /// Announced inbound streams (accepted or not), and the most bytes held for one of them that
+    /// the app has not made yet.
+    package var inboundSessions = 0, largestPendingInboundBytes = 0
+    /// Outbound sessions (open or closed), and the most bytes queued in one of them.
+    package var outboundSessions = 0, largestQueuedBytes = 0
+    /// Reassemblers (one per sender); the most bytes one reserves for incomplete messages, and
+    /// the most incomplete messages one holds.
+    package var reassemblers = 0, largestReassemblyBytes = 0, largestIncompleteMessages = 0
+    /// Control frames waiting to be written, and events the driver has not taken yet.
+    package var controlFramesQueued = 0, eventsQueued = 0
 }
 
 extension SessionLayer {
