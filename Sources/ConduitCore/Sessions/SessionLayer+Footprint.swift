@@ -11,6 +11,9 @@ package struct SessionFootprint: Sendable, Hashable {
     package var reassemblers = 0, largestReassemblyBytes = 0, largestIncompleteMessages = 0
     /// Control frames waiting to be written, and events the driver has not taken yet.
     package var controlFramesQueued = 0, eventsQueued = 0
+
+    /// Nothing held.
+    package init() {}
 }
 
 extension SessionLayer {
