@@ -113,7 +113,8 @@ struct RoomProgramRun {
         }
     }
 
-    /// Takes the relay's actions as its server does: authorize (a token [1] is good), write outboxes, close links.
+    /// Takes the relay's actions as its server does: authorize (a token [1] is good, except the
+    /// attacker's for alice or bob), write outboxes, close links.
     mutating func service() throws(FuzzFailure) {
         var closed: Set<RelayConnectionID> = []
         var taken = 0
@@ -122,7 +123,8 @@ struct RoomProgramRun {
             try check.require(taken < 10_000, "relay: over 10,000 actions in one service: a loop")
             switch action {
             case .authorize(let id, let request):
-                if request.token.first == 1 {
+                // The attacker holds no token for alice or bob: only for a name of its own.
+                if request.token.first == 1, id != Self.attacker || !Self.peers.contains(request.peer) {
                     relay.admit(id, grant: RelayGrant(room: request.room, peer: request.peer, canPublish: true, canSubscribe: true), now: now)
                 } else {
                     relay.refuse(id, .tokenTampered, now: now)
