@@ -29,6 +29,10 @@ public enum SeedCorpus {
         case "dcep": dcep()
         case "zlib-inflate": zlibStreams()
         case "arq-engine": arqPrograms()
+        case "call-machine": callPrograms()
+        case "conference-machine": roomPrograms(attack: [0, 0, 4, 1, 2, 3, 4, 0, 1, 2, 5, 0xFF, 0, 1, 0, 0, 0])
+        case "udp-listener": udpListenerPrograms()
+        case "relay-machine": roomPrograms(attack: [0, 0, 0, 1, 4, 9, 9, 9, 9, 0, 2, 0, 0, 0, 3, 1, 5, 0x40, 6])
         default: []
         }
     }
@@ -148,6 +152,41 @@ public enum SeedCorpus {
         let sends: [UInt8] = [0, 0, 10, 0, 1, 200, 0, 2, 50, 0, 3, 0, 0, 0, 240]
         let exchange: [UInt8] = [1, 3, 0, 3, 2, 3, 0, 2, 3, 0, 4, 25, 1, 3, 3, 3, 0, 4, 100, 1, 3, 0, 2, 3, 0]
         return [sends + exchange, sends + exchange + sends + [4, 255, 4, 255] + exchange, sends + [1, 5, 4, 0x12, 0, 0, 0] + exchange]
+    }
+
+    /// Programs for `call-machine` (a start byte, then operations as ``CallProgramRun`` reads
+    /// them), one from every starting state, two with small caps and pacing: B's frames delivered,
+    /// sends and accepts on both sides, time steps, a graceful close, a junk datagram, a replayed
+    /// frame, a hang-up.
+    private static func callPrograms() -> [[UInt8]] {
+        let exchange: [UInt8] = [
+            7, 2, 3, 3, 3, 6, 1, 0x13, 5, 1, 0x02, 7, 2, 3, 3, 3, 4, 20, 5, 2, 0x10, 6, 2, 0x00, 7, 2, 3, 3, 3, 4, 200,
+            6, 4, 0x10, 7, 2, 3, 3, 3, 4, 0x90, 7, 2, 3,
+        ]
+        let attack: [UInt8] = [0, 4, 1, 2, 3, 4, 1, 5, 3, 0xFF, 1, 2, 0, 0, 5, 5, 0]
+        return [0, 1, 2, 3, 4, 5, 0x83, 0xC3].map { [$0] + exchange } + [[3] + exchange + attack]
+    }
+
+    /// Programs for the room targets (a start byte, then operations as `runRoomProgram` reads
+    /// them), one from every starting state and one with small relay caps: frames delivered both
+    /// ways, sends on sessions and on a track, time steps; then the target's own attack.
+    private static func roomPrograms(attack: [UInt8]) -> [[UInt8]] {
+        let deliver: [UInt8] = [7, 1, 3, 6, 2, 0, 3, 2, 1, 3]
+        let exchange: [UInt8] = deliver + [12, 1, 0x13, 4, 1, 0x02] + deliver + [3, 20, 4, 10, 0x01] + deliver + [3, 0x90] + deliver
+        return [0, 1, 2, 3, 4, 5, 0x83].map { [$0] + exchange } + [[3] + exchange + attack + deliver]
+    }
+
+    /// Programs for `udp-listener` (operations as ``UDPListenerRun`` reads them): HELLOs from a
+    /// few hosts, their cookies echoed (some after they went stale), forged, a junk echo recorded
+    /// from a real HELLO WITH COOKIE, links closing, a host at its cap.
+    private static func udpListenerPrograms() -> [[UInt8]] {
+        let handshakes: [UInt8] = [0, 1, 7, 100, 0, 2, 8, 100, 1, 0, 1, 1, 4, 50, 0, 1, 9, 100, 1, 2, 2, 0, 2, 0x11, 2, 1, 3, 5, 5, 0]
+        let crowd: [UInt8] = (0..<6).flatMap { index -> [UInt8] in [0, 3, UInt8(index), 90, 1, UInt8(index)] } + [4, 200, 1, 0, 2, 2, 4, 2, 5, 9]
+        var echo = ByteBuffer()
+        UDPControlMessage.helloWithCookie(ssrc: 7, nonce: 1, version: UDPControlMessage.protocolVersion, mtu: 1_200,
+                                          cookie: UDPCookie(time: 5, tagHigh: 1, tagLow: 2)).write(into: &echo)
+        let recorded = Array(echo.readableBytesView)
+        return [handshakes, crowd, handshakes + [3, 1, UInt8(recorded.count)] + recorded + [4, 0xFF] + handshakes]
     }
 
     private static func zlibStreams() -> [[UInt8]] {

@@ -13,3 +13,12 @@ extension ConferenceMachine: SansIOMachine {
     /// channel frames have no timeout deadline of their own, and their sends wake the pump anyway.
     public mutating func takeQueueHeadAdded() -> Bool { sessions.takeQueueHeadAdded() }
 }
+
+extension ConferenceMachine {
+    /// What the conference's sessions hold now (see `SessionFootprint`).
+    package var footprint: SessionFootprint { sessions.footprint }
+    /// Bytes of track frames queued to send.
+    package var trackQueuedBytesNow: Int { trackQueuedBytes }
+    /// Track and labeled-channel reassemblers (one per sender and track or channel).
+    package var mediaReassemblers: Int { trackReassemblers.count + channelReassemblers.count }
+}

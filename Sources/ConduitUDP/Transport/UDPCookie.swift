@@ -28,16 +28,21 @@ package struct UDPCookie: Hashable, Sendable {
 }
 
 /// Mints and checks cookies with a per-listener random secret. Keeps no per-client state.
-struct UDPCookieJar: Sendable {
+package struct UDPCookieJar: Sendable {
     /// How long a cookie stays valid, in seconds.
-    static let lifetime: UInt32 = 10
+    package static let lifetime: UInt32 = 10
 
     private let hasher: SipHash128
     private let origin: NIODeadline
 
     init() {
         var random = SystemRandomNumberGenerator()
-        hasher = SipHash128(key: (random.next(), random.next()))
+        self.init(key: (random.next(), random.next()))
+    }
+
+    /// A jar with a chosen secret (tests and the `udp-listener` fuzz target, which pass the time in seconds).
+    package init(key: (UInt64, UInt64)) {
+        hasher = SipHash128(key: key)
         origin = .now()
     }
 
@@ -46,13 +51,23 @@ struct UDPCookieJar: Sendable {
     }
 
     func mint(for client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16) -> UDPCookie {
-        let time = now
+        mint(for: client, ssrc: ssrc, nonce: nonce, mtu: mtu, at: now)
+    }
+
+    func verify(_ cookie: UDPCookie, from client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16) -> Bool {
+        verify(cookie, from: client, ssrc: ssrc, nonce: nonce, mtu: mtu, at: now)
+    }
+
+    /// Mints a cookie at `time`, the listener's clock in seconds.
+    package func mint(for client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16, at time: UInt32) -> UDPCookie {
         let (high, low) = tag(client, ssrc: ssrc, nonce: nonce, mtu: mtu, time: time)
         return UDPCookie(time: time, tagHigh: high, tagLow: low)
     }
 
-    func verify(_ cookie: UDPCookie, from client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16) -> Bool {
-        let age = now &- cookie.time
+    /// Whether `cookie` was minted by this jar for exactly this client, SSRC, nonce and MTU, at
+    /// most ``lifetime`` seconds before `time`.
+    package func verify(_ cookie: UDPCookie, from client: SocketAddress, ssrc: UInt32, nonce: UInt64, mtu: UInt16, at time: UInt32) -> Bool {
+        let age = time &- cookie.time
         guard age <= Self.lifetime else { return false }
         let (high, low) = tag(client, ssrc: ssrc, nonce: nonce, mtu: mtu, time: cookie.time)
         // Not constant-time; the secret is per listener and the tag is 128 bits wide.

@@ -39,21 +39,21 @@ extension UDPTransport.Configuration {
 /// Links and handshake rate per remote IP address, for ``UDPTransport/Configuration/ListenerLimits``.
 /// Entries exist for addresses that proved themselves (returned a cookie); addresses without links
 /// are forgotten once the table outgrows the link cap, so it stays bounded.
-struct UDPAddressLedger {
-    struct Entry {
-        var links = 0
+package struct UDPAddressLedger {
+    package struct Entry {
+        package var links = 0
         var handshakes: EventRateLimiter
     }
 
     let limits: UDPTransport.Configuration.ListenerLimits
-    private(set) var entries: [String: Entry] = [:]
+    package private(set) var entries: [String: Entry] = [:]
 
-    init(limits: UDPTransport.Configuration.ListenerLimits) { self.limits = limits }
+    package init(limits: UDPTransport.Configuration.ListenerLimits) { self.limits = limits }
 
-    enum Verdict { case admitted, tooManyLinks, tooManyHandshakes }
+    package enum Verdict { case admitted, tooManyLinks, tooManyHandshakes }
 
     /// Charges one handshake to `address` at `now` and, if both limits allow it, counts its new link.
-    mutating func admit(_ address: String, now: ConduitInstant) -> Verdict {
+    package mutating func admit(_ address: String, now: ConduitInstant) -> Verdict {
         var entry = entries[address] ?? Entry(handshakes: EventRateLimiter(perSecond: limits.handshakesPerSecondPerAddress, now: now))
         defer { entries[address] = entry }
         guard entry.links < limits.maxLinksPerAddress else { return .tooManyLinks }
@@ -64,7 +64,7 @@ struct UDPAddressLedger {
     }
 
     /// A link of `address` ended.
-    mutating func release(_ address: String) {
+    package mutating func release(_ address: String) {
         guard let links = entries[address]?.links, links > 0 else { return }
         entries[address]!.links = links - 1
     }
