@@ -148,7 +148,8 @@ struct CallProgramRun {
     mutating func deliver(toA: Bool, count: Int) throws(FuzzFailure) {
         for _ in 0..<count {
             if toA {
-                guard !self.toA.isEmpty else { return }
+                // As a driver: A's link is not read while A holds a reliable stream's limit.
+                guard !self.toA.isEmpty, !a.isHoldingBeyondLimit else { return }
                 self.toA.removeFirst().withUnsafeBytes { a.handle(datagram: $0, now: now) }
             } else {
                 guard !toB.isEmpty else { return }
@@ -159,6 +160,8 @@ struct CallProgramRun {
 
     mutating func feedA(_ bytes: [UInt8]) {
         attacked = true
+        // The attacker shares A's link: not read either while A holds a reliable stream's limit.
+        guard !a.isHoldingBeyondLimit else { return }
         bytes.withUnsafeBytes { a.handle(datagram: $0, now: now) }
     }
 

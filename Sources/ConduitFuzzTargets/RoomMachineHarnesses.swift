@@ -17,7 +17,7 @@ extension FuzzTargets {
             let bytes = program.byte().map { $0 & 1 == 0 } ?? true
                 ? program.bytes(Int(program.byte() ?? 0))
                 : mutatedFrame(run.fromRelay, program.byte() ?? 0, at: program.byte() ?? 0, xor: program.byte() ?? 0)
-            guard run.linkOpen[0] else { return }
+            guard run.linkOpen[0], !run.clients[0].isHoldingBeyondLimit else { return }
             bytes.withUnsafeBytes { run.clients[0].handle(datagram: $0, now: run.now) }
             try run.collect(0)
         }

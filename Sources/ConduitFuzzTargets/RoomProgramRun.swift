@@ -173,7 +173,8 @@ struct RoomProgramRun {
     /// Relay frames reach client `side` in order; a link the relay closed ends after its last frame.
     mutating func deliverToClient(_ side: Int, count: Int) throws(FuzzFailure) {
         var delivered = 0
-        while delivered < count, !toClient[side].isEmpty {
+        // As a driver: a client's link is not read while it holds a reliable stream's limit.
+        while delivered < count, !toClient[side].isEmpty, !clients[side].isHoldingBeyondLimit {
             toClient[side].removeFirst().withUnsafeBytes { clients[side].handle(datagram: $0, now: now) }
             delivered += 1
         }

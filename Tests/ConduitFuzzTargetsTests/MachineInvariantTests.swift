@@ -27,6 +27,12 @@ import Testing
         #expect(throws: FuzzFailure.self) { try ledger.see(.incoming(Self.key)) }
         try ledger.see(.disconnected)
         #expect(throws: FuzzFailure.self) { try ledger.see(.other) }
+        // Only a stream announced before the end and made after it may still deliver and close.
+        #expect(throws: FuzzFailure.self) { try ledger.see(.received(Self.key)) }
+        try ledger.madeInbound(Self.key)
+        try ledger.see(.received(Self.key))
+        try ledger.see(.inboundClosed(Self.key))
+        #expect(throws: FuzzFailure.self) { try ledger.see(.outboundClosed(Self.key)) }
     }
 
     @Test("tooLongQueuedData alternates, and closes come once for a session that was opened")
@@ -53,7 +59,10 @@ import Testing
         let configuration = CallConfiguration()
         var footprint = SessionFootprint()
         try checkFootprint(footprint, configuration, maxSenders: 1, Self.check, "A")
-        footprint.largestPendingInboundBytes = configuration.maxPendingInboundBytes + 1
+        // Reliable data may pass the limit by the one message that reached it, not more.
+        footprint.largestPendingInboundBytes = configuration.maxPendingInboundBytes + SessionType.reliableMessage.maxSendSize
+        try checkFootprint(footprint, configuration, maxSenders: 1, Self.check, "A")
+        footprint.largestPendingInboundBytes += 1
         #expect(throws: FuzzFailure.self) { try checkFootprint(footprint, configuration, maxSenders: 1, Self.check, "A") }
         footprint = SessionFootprint()
         footprint.largestReassemblyBytes = configuration.reassembly.maxBufferedBytes + 1
