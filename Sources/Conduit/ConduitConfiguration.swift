@@ -18,6 +18,7 @@ import Foundation
 /// | `queueDelayOnMs` | `CONDUIT_QUEUE_DELAY_ON_MS` | `tooLongQueuedData(true)` threshold | 500 |
 /// | `queueDelayOffMs` | `CONDUIT_QUEUE_DELAY_OFF_MS` | `tooLongQueuedData(false)` threshold | 100 |
 /// | `maxPendingInboundBytes` | `CONDUIT_MAX_PENDING_INBOUND_BYTES` | held per announced stream before the app accepts it (then unreliable data is dropped, reliable data stops the link being read) | 1 MiB |
+/// | `maxPendingInboundBytesTotal` | `CONDUIT_MAX_PENDING_INBOUND_BYTES_TOTAL` | the same, across all announced streams together | 8 MiB |
 /// | `inboundBufferBytes` | `CONDUIT_INBOUND_BUFFER_BYTES` | received bytes buffered per inbound session (and per track, and for channel messages) before backpressure | 4 MiB |
 /// | `maxIncompleteMessages` | `CONDUIT_MAX_INCOMPLETE_MESSAGES` | reassembly cap per peer | 64 |
 /// | `maxReassemblyBytes` | `CONDUIT_MAX_REASSEMBLY_BYTES` | reassembly byte cap per peer | 16 MiB |
@@ -37,6 +38,8 @@ public struct ConduitConfiguration: Sendable, Hashable {
     public var queueDelayOff: Duration = .milliseconds(100)
     /// Bytes held for a stream the peer announced before the app makes its inbound session (`maxPendingInboundBytes`). Past it, unreliable data is dropped and counted; reliable data is never dropped: the link stops being read until the app makes or declines the session.
     public var maxPendingInboundBytes = 1024 * 1024
+    /// Bytes held across all streams not yet made (`maxPendingInboundBytesTotal`), handled past it as ``maxPendingInboundBytes`` is.
+    public var maxPendingInboundBytesTotal = 8 * 1024 * 1024
     /// Received bytes buffered per inbound session, per subscribed data track and for labeled-channel messages before the link stops being read (`inboundBufferBytes`): the receive side's backpressure (see <doc:StreamsAndBackpressure>).
     public var inboundBufferBytes = 4 * 1024 * 1024
     /// Reassembly caps per peer: incomplete messages, buffered bytes, and how long an incomplete unreliable message may wait (`maxIncompleteMessages`, `maxReassemblyBytes`, `incompleteTimeoutMs`).
@@ -52,7 +55,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
     /// The recognised keys, in the order they are documented.
     public static let keys = [
         "transport", "rateLimit", "maxQueuedBytesPerSession", "queueDelayOnMs", "queueDelayOffMs",
-        "maxPendingInboundBytes", "inboundBufferBytes", "maxIncompleteMessages", "maxReassemblyBytes",
+        "maxPendingInboundBytes", "maxPendingInboundBytesTotal", "inboundBufferBytes", "maxIncompleteMessages", "maxReassemblyBytes",
         "incompleteTimeoutMs", "connectTimeoutMs", "dataSessionsSupported",
     ]
 
@@ -85,6 +88,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
         case "queueDelayOnMs": queueDelayOn = .milliseconds(try int(1...3_600_000))
         case "queueDelayOffMs": queueDelayOff = .milliseconds(try int(0...3_600_000))
         case "maxPendingInboundBytes": maxPendingInboundBytes = try int(0...(1 << 34))
+        case "maxPendingInboundBytesTotal": maxPendingInboundBytesTotal = try int(0...(1 << 36))
         case "inboundBufferBytes": inboundBufferBytes = try int(1...(1 << 34))
         case "maxIncompleteMessages": reassembly.maxIncompleteMessages = try int(1...1_000_000)
         case "maxReassemblyBytes": reassembly.maxBufferedBytes = try int(1...(1 << 34))
@@ -240,6 +244,7 @@ public struct ConduitConfiguration: Sendable, Hashable {
             queueDelayOn: queueDelayOn,
             queueDelayOff: queueDelayOff,
             maxPendingInboundBytes: maxPendingInboundBytes,
+            maxPendingInboundBytesTotal: maxPendingInboundBytesTotal,
             reassembly: reassembly,
             dataSessionsSupported: dataSessionsSupported
         )

@@ -538,6 +538,34 @@ struct CallMachineDataTests {
         #expect(harness.b.inboundStatistics(SessionKey(streamID: 322)) == nil)
     }
 
+    @Test("held data is capped across streams too: unreliable dropped past the total, reliable stops the reading until the app answers")
+    func pendingTotalCap() {
+        var harness = CallHarness.connected(
+            a: CallConfiguration(rateLimit: .unlimited),
+            b: CallConfiguration(maxPendingInboundBytes: 10_000, maxPendingInboundBytesTotal: 15_000)
+        )
+        let lossy = [SessionKey(streamID: 330), SessionKey(streamID: 331)]
+        for key in lossy {
+            #expect(harness.a.makeOutbound(key, type: .unreliableMessage, now: harness.now) == .none)
+            for _ in 0..<4 { harness.send(key, Array(repeating: 1, count: 2_000), timestamp: 0) }
+        }
+        harness.pump()
+        // 8,000 held on the first stream, then only 7,000 more fit in 15,000: three of the four.
+        #expect(harness.b.inboundStatistics(lossy[0])?.heldBytes == 8_000)
+        #expect(harness.b.inboundStatistics(lossy[1])?.heldBytes == 6_000)
+        #expect(harness.b.statistics.droppedPendingOverflow == 1)
+        #expect(!harness.b.isHoldingBeyondLimit, "14,000 of 15,000 held")
+
+        let reliable = SessionKey(streamID: 332)
+        #expect(harness.a.makeOutbound(reliable, type: .reliableMessage, now: harness.now) == .none)
+        harness.send(reliable, Array(repeating: 2, count: 2_000), timestamp: 0)
+        harness.pump()
+        #expect(harness.b.isHoldingBeyondLimit, "16,000 held in all, each stream under its own limit")
+        #expect(harness.b.statistics.droppedPendingOverflow == 1)
+        #expect(harness.b.makeInbound(lossy[0]) == .none)
+        #expect(!harness.b.isHoldingBeyondLimit, "8,000 left held")
+    }
+
     @Test("a stream announced before the peer hung up can still be made: it delivers what it held, then closes with sessionEnd")
     func heldDataIsReadableAfterHangUp() {
         var harness = CallHarness.connected()

@@ -21,6 +21,7 @@ struct ConfigurationTests {
         Case(key: "queueDelayOnMs", valid: "750", check: { $0.queueDelayOn == .milliseconds(750) }, invalid: ["0", "-10", "3600001", "half"]),
         Case(key: "queueDelayOffMs", valid: "0", check: { $0.queueDelayOff == .zero }, invalid: ["-1", "3600001", "none"]),
         Case(key: "maxPendingInboundBytes", valid: "0", check: { $0.maxPendingInboundBytes == 0 }, invalid: ["-1", "many"]),
+        Case(key: "maxPendingInboundBytesTotal", valid: "4096", check: { $0.maxPendingInboundBytesTotal == 4_096 }, invalid: ["-1", "lots"]),
         Case(key: "inboundBufferBytes", valid: "131072", check: { $0.inboundBufferBytes == 131_072 }, invalid: ["0", "-1", "4MiB"]),
         Case(key: "maxIncompleteMessages", valid: "7", check: { $0.reassembly.maxIncompleteMessages == 7 }, invalid: ["0", "1000001", "x"]),
         Case(key: "maxReassemblyBytes", valid: "1048576", check: { $0.reassembly.maxBufferedBytes == 1_048_576 }, invalid: ["0", "-1", "big"]),
@@ -32,7 +33,7 @@ struct ConfigurationTests {
     @Test("the cases cover every documented key")
     func everyKeyIsCovered() {
         #expect(Self.cases.map(\.key) == ConduitConfiguration.keys)
-        #expect(ConduitConfiguration.keys.count == 12)
+        #expect(ConduitConfiguration.keys.count == 13)
     }
 
     @Test("set accepts a valid value for every key", arguments: cases)
@@ -109,6 +110,7 @@ struct ConfigurationTests {
         #expect(configuration.queueDelayOn == .milliseconds(500))
         #expect(configuration.queueDelayOff == .milliseconds(100))
         #expect(configuration.maxPendingInboundBytes == 1024 * 1024)
+        #expect(configuration.maxPendingInboundBytesTotal == 8 * 1024 * 1024)
         #expect(configuration.inboundBufferBytes == 4 * 1024 * 1024)
         #expect(configuration.reassembly.maxIncompleteMessages == 64)
         #expect(configuration.reassembly.maxBufferedBytes == 16 * 1024 * 1024)
@@ -207,7 +209,7 @@ struct ConfigurationTests {
         #expect(ConduitConfiguration.environmentName(for: "rateLimit") == "CONDUIT_RATE_LIMIT")
         #expect(ConduitConfiguration.keys.map(ConduitConfiguration.environmentName(for:)) == [
             "CONDUIT_TRANSPORT", "CONDUIT_RATE_LIMIT", "CONDUIT_MAX_QUEUED_BYTES_PER_SESSION", "CONDUIT_QUEUE_DELAY_ON_MS",
-            "CONDUIT_QUEUE_DELAY_OFF_MS", "CONDUIT_MAX_PENDING_INBOUND_BYTES", "CONDUIT_INBOUND_BUFFER_BYTES",
+            "CONDUIT_QUEUE_DELAY_OFF_MS", "CONDUIT_MAX_PENDING_INBOUND_BYTES", "CONDUIT_MAX_PENDING_INBOUND_BYTES_TOTAL", "CONDUIT_INBOUND_BUFFER_BYTES",
             "CONDUIT_MAX_INCOMPLETE_MESSAGES", "CONDUIT_MAX_REASSEMBLY_BYTES", "CONDUIT_INCOMPLETE_TIMEOUT_MS",
             "CONDUIT_CONNECT_TIMEOUT_MS", "CONDUIT_DATA_SESSIONS_SUPPORTED",
         ])

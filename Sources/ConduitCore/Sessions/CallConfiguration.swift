@@ -15,6 +15,10 @@ public struct CallConfiguration: Sendable, Hashable {
     /// this many bytes per stream. Past it, unreliable data is dropped and counted; reliable data is
     /// held and the machine reports ``CallMachine/isHoldingBeyondLimit`` (stop reading the link).
     public var maxPendingInboundBytes: Int
+    /// The same across every announced stream together: past it, unreliable data is dropped and
+    /// counted, and reliable data makes the machine report ``CallMachine/isHoldingBeyondLimit``.
+    /// A peer announcing many streams the app never answers cannot grow memory without bound.
+    public var maxPendingInboundBytesTotal: Int
     /// Reassembly caps per peer.
     public var reassembly: Reassembler.Configuration
     /// Whether this side accepts data sessions at all (`isDataSessionSupported`).
@@ -28,6 +32,7 @@ public struct CallConfiguration: Sendable, Hashable {
         queueDelayOn: Duration = .milliseconds(500),
         queueDelayOff: Duration = .milliseconds(100),
         maxPendingInboundBytes: Int = 1024 * 1024,
+        maxPendingInboundBytesTotal: Int = 8 * 1024 * 1024,
         reassembly: Reassembler.Configuration = .init(),
         dataSessionsSupported: Bool = true
     ) {
@@ -37,6 +42,7 @@ public struct CallConfiguration: Sendable, Hashable {
         self.queueDelayOn = queueDelayOn
         self.queueDelayOff = queueDelayOff
         self.maxPendingInboundBytes = maxPendingInboundBytes
+        self.maxPendingInboundBytesTotal = maxPendingInboundBytesTotal
         self.reassembly = reassembly
         self.dataSessionsSupported = dataSessionsSupported
     }

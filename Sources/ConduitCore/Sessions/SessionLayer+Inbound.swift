@@ -13,6 +13,7 @@ extension SessionLayer {
         if let expectedType, expectedType != session.type { return .invalidType }
         session.isAccepted = true
         while let held = session.pending.popFirst() { emitDelivery(key, from: held.sender, held.delivery) }
+        pendingBytesTotal -= session.pendingBytes
         session.pendingBytes = 0
         holdingBeyondLimit.remove(key)
         if let reason = session.closeReason, isEnded {
@@ -56,8 +57,9 @@ extension SessionLayer {
         guard key.streamID.isValid, !locallyUnsupported.contains(key) else { return false }
         locallyUnsupported.insert(key)
         holdingBeyondLimit.remove(key)
-        if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
-            events.append(Host.inboundClosed(key, .unsupported))
+        if let session = inbound.removeValue(forKey: key) {
+            pendingBytesTotal -= session.pendingBytes
+            if session.isAccepted, session.closeReason == nil { events.append(Host.inboundClosed(key, .unsupported)) }
         }
         return true
     }
@@ -144,14 +146,17 @@ extension SessionLayer {
         return message
     }
 
-    /// Holds a delivery until the app makes the session. Past `maxPendingInboundBytes`, unreliable
-    /// data is dropped and counted; reliable data is never dropped: it is held, and the session is
+    /// Holds a delivery until the app makes the session. Past `maxPendingInboundBytes` (for the
+    /// stream) or `maxPendingInboundBytesTotal` (for all of them), unreliable data is dropped and
+    /// counted; reliable data is never dropped: it is held, and the session is
     /// marked so the host stops reading its link (the transport's flow control then holds the
     /// sender back) until the app makes or declines the session.
     mutating func hold(_ key: SessionKey, from sender: Host.Sender, _ delivery: InboundDelivery) {
         let size = delivery.bytes.count
         let reliable = inbound[key]!.type.isReliable
-        guard reliable || inbound[key]!.pendingBytes + size <= configuration.maxPendingInboundBytes else {
+        let fits = inbound[key]!.pendingBytes + size <= configuration.maxPendingInboundBytes
+            && pendingBytesTotal + size <= configuration.maxPendingInboundBytesTotal
+        guard reliable || fits else {
             statistics.droppedPendingOverflow += 1
             inboundStatistics[key, default: InboundDataSessionStatistics()].droppedPendingOverflow += 1
             return
@@ -159,6 +164,7 @@ extension SessionLayer {
         countReceived(key, bytes: size)
         inbound[key]!.pending.append((sender, delivery))
         inbound[key]!.pendingBytes += size
+        pendingBytesTotal += size
         if reliable, inbound[key]!.pendingBytes >= configuration.maxPendingInboundBytes { holdingBeyondLimit.insert(key) }
     }
 

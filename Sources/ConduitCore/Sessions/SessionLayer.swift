@@ -58,6 +58,8 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
     /// Reliable streams the app has not accepted yet that hold `maxPendingInboundBytes` or more:
     /// their data is never dropped, so the host stops reading its link until the app answers.
     var holdingBeyondLimit: Set<SessionKey> = []
+    /// Bytes held across every stream not yet made (bounded by `maxPendingInboundBytesTotal`).
+    var pendingBytesTotal = 0
     /// Every announced stream's counters, kept after its session closes or the host ends (bounded
     /// like the announcements: stream IDs, per subgroup).
     var inboundStatistics: [SessionKey: InboundDataSessionStatistics] = [:]
@@ -125,15 +127,18 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
 
     /// Whether a reliable stream the app has not accepted holds `maxPendingInboundBytes` or more
     /// (the host stops reading its link until the app makes or declines the session).
-    package var isHoldingBeyondLimit: Bool { !holdingBeyondLimit.isEmpty }
+    package var isHoldingBeyondLimit: Bool {
+        !isEnded && (!holdingBeyondLimit.isEmpty || pendingBytesTotal >= configuration.maxPendingInboundBytesTotal)
+    }
 
     /// Closes this side's sessions in `subgroup` (it left it), both ways, with `sessionEnd`.
     package mutating func closeSessions(in subgroup: SubgroupName) {
         for key in outboundOrder where key.subgroup == subgroup { closeOutbound(key, reason: .sessionEnd) }
         for key in inbound.keys.sorted(by: { $0.streamID < $1.streamID }) where key.subgroup == subgroup {
             holdingBeyondLimit.remove(key)
-            if let session = inbound.removeValue(forKey: key), session.isAccepted, session.closeReason == nil {
-                events.append(Host.inboundClosed(key, .sessionEnd))
+            if let session = inbound.removeValue(forKey: key) {
+                pendingBytesTotal -= session.pendingBytes
+                if session.isAccepted, session.closeReason == nil { events.append(Host.inboundClosed(key, .sessionEnd)) }
             }
         }
     }
