@@ -123,9 +123,12 @@ extension RoomProgramRun {
         case 5: clients[side].leave()
         case 6: clients[side].subscribe("breakout", dataSession: argument & 1 == 0)
         case 7:
+            // Only a connected member's leave closes its sessions there: after the end, streams it
+            // was told of stay to be read (a no-op unsubscribe changes nothing).
+            let closes = clients[side].isConnected && clients[side].isSubscribed("breakout")
             clients[side].unsubscribe("breakout")
             try collect(side)
-            ledgers[side].forget(subgroup: "breakout")
+            if closes { ledgers[side].forget(subgroup: "breakout") }
         case 8: _ = clients[side].publishTrack("camera", reliability: argument & 1 == 0 ? .reliableOrdered : Reliability(ordered: false, limit: .maxRetransmits(0)))
         case 9: _ = clients[side].subscribeTrack("camera", of: other)
         case 10: _ = clients[side].sendTrack("camera", bytes: Array(repeating: argument, count: Int(argument & 0x0F) * 100), now: now)
