@@ -154,10 +154,15 @@ extension SessionEngine {
         }
     }
 
+    /// The read loop may go on once no stream the app has not answered holds its limit.
+    func resumeReadingIfNothingHeldBeyondLimit() {
+        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
+    }
+
     func pumpRoundEnded() {
         exportMetrics()
         sessions.resumeRoundWaiters()
-        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
+        resumeReadingIfNothingHeldBeyondLimit()
     }
 
     func linkWillClose() {
@@ -274,7 +279,7 @@ extension SessionEngine {
         // Made after the call ended (draining what the stream held): the table is not kept, as
         // it would hold the engine after its link closed.
         if driver.linkIsClosed { sessions.inbound[key] = nil }
-        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
+        resumeReadingIfNothingHeldBeyondLimit()
         return session
     }
 
@@ -285,7 +290,7 @@ extension SessionEngine {
         driver.machine.unsupportInbound(key)
         dispatchEvents()
         sessions.inbound[key] = nil
-        if !driver.machine.isHoldingBeyondLimit { sessions.resumeHeldDataWaiters() }
+        resumeReadingIfNothingHeldBeyondLimit()
         wakePump()
     }
 

@@ -169,8 +169,13 @@ extension SessionLayer {
     }
 
     private mutating func countReceived(_ key: SessionKey, bytes: Int) {
-        inboundStatistics[key, default: InboundDataSessionStatistics()].messagesReceived += 1
-        inboundStatistics[key, default: InboundDataSessionStatistics()].bytesReceived += bytes
+        // One hashed access per delivery (this runs for every message received).
+        Self.add(bytes, to: &inboundStatistics[key, default: InboundDataSessionStatistics()])
+    }
+
+    private static func add(_ bytes: Int, to statistics: inout InboundDataSessionStatistics) {
+        statistics.messagesReceived += 1
+        statistics.bytesReceived += bytes
     }
 
     mutating func emitDelivery(_ key: SessionKey, from sender: Host.Sender, _ delivery: InboundDelivery) {
