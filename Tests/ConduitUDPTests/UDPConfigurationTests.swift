@@ -19,14 +19,16 @@ struct UDPConfigurationTests {
 
     /// How long connecting to a port where nothing listens takes to fail, and the error.
     static func failedConnect(_ runtime: ConduitRuntime, query: String = "") async throws -> (seconds: Double, error: ConduitError) {
-        let port = try await unusedUDPPort()
+        let silent = try await SilentUDPPort.bind()
         let start = ContinuousClock.now
         do {
-            _ = try await runtime.connect(to: "udp://127.0.0.1:\(port)\(query)", as: "alice")
+            _ = try await runtime.connect(to: "udp://127.0.0.1:\(silent.port)\(query)", as: "alice")
         } catch {
             let elapsed = ContinuousClock.now - start
+            await silent.close()
             return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, error)
         }
+        await silent.close()
         Issue.record("connected to a port where nothing listens")
         return (0, ConduitError(.connectionFailed, "connected"))
     }

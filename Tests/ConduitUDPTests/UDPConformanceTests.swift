@@ -10,13 +10,17 @@ extension UDPTransportTests {
     struct UDPConformanceTests {
         @Test(.timeLimit(.minutes(1)), arguments: ConformanceSuite.Case.datagramCases + [.bothDirections, .closeEndsPeerReads])
         func conforms(_ testCase: ConformanceSuite.Case) async throws {
-            let dead = try await unusedUDPPort()
+            let dead = try await SilentUDPPort.bind()
             let suite = ConformanceSuite(
                 transport: UDPTransport(),
                 address: { _ in TransportURL(scheme: "udp", host: "127.0.0.1", port: 0) },
-                deadAddress: TransportURL(scheme: "udp", host: "127.0.0.1", port: dead, query: ["connect-timeout-ms": "1000"])
+                deadAddress: TransportURL(scheme: "udp", host: "127.0.0.1", port: dead.port, query: ["connect-timeout-ms": "1000"])
             )
-            try await suite.run(testCase)
+            do { try await suite.run(testCase) } catch {
+                await dead.close()
+                throw error
+            }
+            await dead.close()
         }
     }
 }
@@ -28,13 +32,17 @@ extension UDPTransportTests {
     struct ReliableUDPConformanceTests {
         @Test(.timeLimit(.minutes(1)), arguments: ConformanceSuite.Case.allCases)
         func conforms(_ testCase: ConformanceSuite.Case) async throws {
-            let dead = try await unusedUDPPort()
+            let dead = try await SilentUDPPort.bind()
             let suite = ConformanceSuite(
                 transport: ReliableTransport(wrapping: UDPTransport()),
                 address: { _ in TransportURL(scheme: "udp", host: "127.0.0.1", port: 0) },
-                deadAddress: TransportURL(scheme: "udp", host: "127.0.0.1", port: dead, query: ["connect-timeout-ms": "1000"])
+                deadAddress: TransportURL(scheme: "udp", host: "127.0.0.1", port: dead.port, query: ["connect-timeout-ms": "1000"])
             )
-            try await suite.run(testCase)
+            do { try await suite.run(testCase) } catch {
+                await dead.close()
+                throw error
+            }
+            await dead.close()
         }
     }
 }

@@ -100,7 +100,8 @@ extension UDPTransportTests {
         }
 
         @Test func connectingToNothingTimesOut() async throws {
-            let port = try await unusedUDPPort()
+            let silent = try await SilentUDPPort.bind()
+            let port = silent.port
             let start = ContinuousClock.now
             do {
                 let link = try await UDPTransport().connect(to: UDPTestSupport.url("udp://127.0.0.1:\(port)?connect-timeout-ms=700"))
@@ -111,12 +112,13 @@ extension UDPTransportTests {
                 #expect(error.message.contains("no answer from udp://127.0.0.1:\(port) within 700 ms"))
             }
             let elapsed = ContinuousClock.now - start
+            await silent.close()
             #expect(elapsed >= .milliseconds(650) && elapsed < .seconds(3))
         }
 
         @Test func cancellingAConnectEndsItPromptly() async throws {
-            let port = try await unusedUDPPort()
-            let url = try UDPTestSupport.url("udp://127.0.0.1:\(port)?connect-timeout-ms=5000")
+            let silent = try await SilentUDPPort.bind()
+            let url = try UDPTestSupport.url("udp://127.0.0.1:\(silent.port)?connect-timeout-ms=5000")
             let start = ContinuousClock.now
             let attempt = Task { () async throws -> Bool in
                 let link = try await UDPTransport().connect(to: url)
@@ -126,6 +128,7 @@ extension UDPTransportTests {
             try await Task.sleep(for: .milliseconds(100))
             attempt.cancel()
             let result = await attempt.result
+            await silent.close()
             guard case .failure(let failure) = result else {
                 Issue.record("connected to nothing")
                 return
