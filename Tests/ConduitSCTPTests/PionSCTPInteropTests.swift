@@ -15,7 +15,7 @@ import Testing
 @Suite(
     "SCTP data-channel interoperability with pion",
     .enabled(if: PionDataChannelPeer.isAvailable, "needs golang-go, golang-github-pion-sctp-dev and golang-github-pion-datachannel-dev"),
-    .timeLimit(.minutes(2))
+    .timeLimit(.minutes(4))
 )
 struct PionSCTPInteropTests {
     static func messages(_ count: Int, seed: UInt64) -> [DataChannelMessage] {
@@ -123,7 +123,7 @@ struct PionSCTPInteropTests {
 @Suite(
     "conduit send / listen jobs with a pion data-channel peer",
     .enabled(if: PionDataChannelPeer.isAvailable, "needs golang-go, golang-github-pion-sctp-dev and golang-github-pion-datachannel-dev"),
-    .timeLimit(.minutes(2))
+    .timeLimit(.minutes(4))
 )
 struct PionSCTPToolingTests {
     @Test("DataChannelSendJob opens the labelled channel to pion and verifies every echo, strings and binaries")
