@@ -97,7 +97,7 @@ package struct BenchLatency: Sendable {
             let start = ContinuousClock.now
             for index in 0..<count where !watchdog.hasFired {
                 try? await Task.sleep(until: start + interval * index, clock: .continuous)
-                let sentAt = UInt64(origin.duration(to: .now).nanoseconds)
+                let sentAt = UInt64(origin.duration(to: .now).benchNanoseconds)
                 try await session.send(payload, timestamp: sentAt)
             }
             // Reliable types deliver everything; unreliable ones get a short grace for stragglers.
@@ -180,7 +180,7 @@ package struct BenchLatency: Sendable {
                 timestamp = whole.timestamp
             case .closed: return
             }
-            let now = UInt64(origin.duration(to: .now).nanoseconds)
+            let now = UInt64(origin.duration(to: .now).benchNanoseconds)
             samples.add(microseconds: Double(now &- timestamp) / 1_000)
         }
     }
@@ -234,12 +234,5 @@ package struct BenchLatency: Sendable {
                 try? await Task.sleep(for: .milliseconds(5))
             }
         }
-    }
-}
-
-extension Duration {
-    fileprivate var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

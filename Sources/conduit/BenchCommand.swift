@@ -70,7 +70,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Write an SVG bar chart of throughput per message size to this file.")
     var chart: String?
 
+    @OptionGroup(title: "Group room")
+    var room: BenchRoomOptions
+
     func run() async throws {
+        if room.enabled { return try await room.run(transport: transports.first, size: sizes.first, json: json) }
         let sessionTypes = try ReportOutput.checked { () throws(ConduitError) in
             try (types.isEmpty ? ["reliable-message"] : types).map { name throws(ConduitError) in try SessionType(name: name) }
         }

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Conduit
+import ConduitRelay
+import ConduitTooling
+import Foundation
+
+/// `conduit bench --room`: the options of a group-room run and the run itself (see `BenchRoom`).
+struct BenchRoomOptions: ParsableArguments {
+    @Flag(name: .customLong("room"), help: "Measure a group room instead: --senders and --receivers in one room on a 'conduit relay' child over the first --transport (udp://127.0.0.1:0 by default), --messages reliable messages of the first --size per sender; prints forwarded messages/s and bytes/s, p50/p99 sender-to-receiver latency and the relay's CPU per forwarded message; exits non-zero unless every receiver got every message exactly once and in order.")
+    var enabled = false
+
+    @Option(help: "Room bench: members that send.")
+    var senders = 1
+
+    @Option(help: "Room bench: members that only receive.")
+    var receivers = 10
+
+    @Option(help: "Room bench: messages per sender.")
+    var messages = 2_000
+
+    @Option(name: .customLong("room-rate"), help: "Room bench: messages per second per sender (0: as fast as the room takes them).")
+    var rate = 0
+
+    @Option(name: .customLong("relay-arg"), parsing: .unconditionalSingleValue, help: "Room bench: one more argument for 'conduit relay' (repeatable).")
+    var relayArguments: [String] = []
+
+    func run(transport: String?, size: Int?, json: Bool) async throws {
+        var secret = [UInt8](repeating: 0, count: 32)
+        for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
+        let key = try ReportOutput.checked { () throws(ConduitError) in try RelaySecret(bytes: secret) }
+        let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-room-\(getpid()).secret").path
+        guard FileManager.default.createFile(atPath: secretFile, contents: Data(secret), attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("cannot write the relay's secret to \(secretFile)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: secretFile) }
+        var options = BenchRoom.Options(relayExecutable: "/proc/self/exe".resolvedExecutable, secretFile: secretFile) { room, peer in
+            RelayToken(room: room, peer: peer, canPublish: true, canSubscribe: true, allowedSubgroups: nil,
+                       expiresAt: RelayServer.unixTime() + 3_600).signed(with: key)
+        }
+        options.senders = senders
+        options.receivers = receivers
+        options.messages = messages
+        options.size = size ?? 1_024
+        options.rate = rate
+        options.transport = transport ?? options.transport
+        options.relayArguments = relayArguments
+        var configuration = ConduitConfiguration()
+        configuration.rateLimit = .unlimited
+        let report: BenchRoom.Report
+        do throws(ConduitError) {
+            report = try await BenchRoom(runtime: ConduitRuntime(configuration: configuration, registry: CommandRegistry.make()), options: options).run()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        if json {
+            try ReportOutput.printJSON(report)
+        } else {
+            print(String(
+                format: "room: %d → %d over %@, %d × %d B per sender: %.0f forwarded messages/s, %.1f MB/s; latency p50 %.0f µs, p99 %.0f µs; relay CPU %.2f s (%.1f µs per forwarded message); %d of %d delivered, %d duplicates, %d out of order (%@)",
+                report.senders, report.receivers, options.transport, report.messagesPerSender, report.size,
+                report.forwardedMessagesPerSecond, report.forwardedBytesPerSecond / 1e6, report.latencyP50Micros, report.latencyP99Micros,
+                report.relayCPUSeconds, report.relayCPUMicrosPerMessage, report.delivered, report.expected, report.duplicates, report.outOfOrder, report.ended
+            ))
+        }
+        guard report.isComplete else {
+            throw ValidationError("the room lost or reordered reliable messages: \(report.missing) missing, \(report.duplicates) duplicates, \(report.outOfOrder) out of order")
+        }
+    }
+}
+
+extension String {
+    /// The path a symbolic link such as /proc/self/exe points to (itself if it is none).
+    fileprivate var resolvedExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: self)) ?? self
+    }
+}
