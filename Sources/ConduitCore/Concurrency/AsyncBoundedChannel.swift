@@ -54,6 +54,9 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
     /// How many elements are buffered, not yet taken (what a test checks a flood left behind).
     package var bufferedCount: Int { state.withLock { $0.buffer.count } }
 
+    /// What `element` weighs here (what it counts against `capacity`).
+    package func weight(of element: Element) -> Int { weigh(element) }
+
     /// Enqueues `element`; returns false (dropping it) if the channel is finished. Suspends while
     /// the channel is over capacity.
     @inlinable @discardableResult
