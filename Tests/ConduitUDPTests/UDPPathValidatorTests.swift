@@ -22,23 +22,21 @@ struct UDPPathValidatorTests {
         #expect(validator.respond(link: Self.link, from: "10.0.0.2:4000", challenge: 0xABCD, now: Self.at(50)) == .rejected)
     }
 
-    @Test("a wrong challenge, or the right one for another link, is rejected and the validation stays open")
-    func wrongResponseIsRejected() {
+    /// Responses that differ from the challenge sent (link 1, to 10.0.0.2:4000, 0x1111) in one thing.
+    static let mismatches: [(link: UInt32, address: String, challenge: UInt64)] = [
+        (link, "10.0.0.2:4000", 0x1112),  // a wrong challenge
+        (link + 1, "10.0.0.2:4000", 0x1111),  // the right one for another link
+        (link, "10.0.0.3:4000", 0x1111),  // from a third address (spoofed or forwarded)
+        (link, "10.0.0.2:4001", 0x1111),  // from another port of the right host
+    ]
+
+    @Test("a response that differs in challenge, link, address or port is rejected; the validation stays open", arguments: mismatches)
+    func mismatchedResponseIsRejected(_ response: (link: UInt32, address: String, challenge: UInt64)) {
         var validator = Validator()
         _ = validator.probe(link: Self.link, from: "10.0.0.2:4000", host: "10.0.0.2", now: Self.at(0), challenge: 0x1111)
-        #expect(validator.respond(link: Self.link, from: "10.0.0.2:4000", challenge: 0x1112, now: Self.at(10)) == .rejected)
-        #expect(validator.respond(link: Self.link + 1, from: "10.0.0.2:4000", challenge: 0x1111, now: Self.at(10)) == .rejected)
+        #expect(validator.respond(link: response.link, from: response.address, challenge: response.challenge, now: Self.at(10)) == .rejected)
         #expect(validator.pending.count == 1)
         #expect(validator.respond(link: Self.link, from: "10.0.0.2:4000", challenge: 0x1111, now: Self.at(20)) == .validated)
-    }
-
-    @Test("the right challenge from a third address (spoofed or forwarded) validates nothing")
-    func responseFromAnotherAddressIsRejected() {
-        var validator = Validator()
-        _ = validator.probe(link: Self.link, from: "10.0.0.2:4000", host: "10.0.0.2", now: Self.at(0), challenge: 0x2222)
-        #expect(validator.respond(link: Self.link, from: "10.0.0.3:4000", challenge: 0x2222, now: Self.at(10)) == .rejected)
-        #expect(validator.respond(link: Self.link, from: "10.0.0.2:4001", challenge: 0x2222, now: Self.at(10)) == .rejected)
-        #expect(validator.pending.count == 1)
     }
 
     @Test("a spoofer's validation does not block the real client's: each address has its own challenge")

@@ -16,28 +16,20 @@ package import ConduitCore
 ///   their number is capped per link, per IP address and in total (§9.3.1: no unbounded state for
 ///   an attacker), so a flood of spoofed addresses costs the listener a bounded table.
 package struct UDPPathValidator<Address: Hashable & Sendable>: Sendable {
-    /// How many validations may be open and for how long.
+    /// How many validations may be open and for how long (the memberwise initializer overrides
+    /// what a test needs).
     package struct Limits: Sendable, Hashable {
         /// Open validations in total (every link, every address).
-        package var maxPending: Int
+        var maxPending = 64
         /// Open validations per IP address (any port).
-        package var maxPendingPerHost: Int
+        var maxPendingPerHost = 8
         /// Open validations per link (each to another address).
-        package var maxPendingPerLink: Int
+        var maxPendingPerLink = 4
         /// How long a challenge waits for its response.
-        package var timeout: Duration
+        var timeout = Duration.seconds(3)
         /// The least time between two sends of one challenge (more datagrams from the new
         /// address resend it, for a lost challenge or response).
-        package var resendInterval: Duration
-
-        /// Limits; every field defaults as documented on it (64, 8, 4, 3 s, 200 ms).
-        package init(maxPending: Int = 64, maxPendingPerHost: Int = 8, maxPendingPerLink: Int = 4, timeout: Duration = .seconds(3), resendInterval: Duration = .milliseconds(200)) {
-            self.maxPending = maxPending
-            self.maxPendingPerHost = maxPendingPerHost
-            self.maxPendingPerLink = maxPendingPerLink
-            self.timeout = timeout
-            self.resendInterval = resendInterval
-        }
+        var resendInterval = Duration.milliseconds(200)
     }
 
     /// One open validation: `link` (its listener-side SSRC) may move to `address`.
