@@ -50,7 +50,10 @@ extension UDPTransportTests {
             try await send(0..<count / 2, on: server)
             try await send(0..<count / 2, on: client)
             // Mid-transfer: frames of the first half are in flight both ways.
+            let before = try #require(await clientRaw.localAddress()?.port)
             try await clientRaw.moveToNewSocket()
+            let after = try #require(await clientRaw.localAddress()?.port)
+            #expect(after != before)
             try await send(count / 2..<count, on: server)
             try await send(count / 2..<count, on: client)
 

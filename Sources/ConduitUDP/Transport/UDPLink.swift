@@ -108,6 +108,11 @@ public final class UDPLink: TransportLink {
         state.value.segmentationOffload = state.value.segmentationOffload && offload
     }
 
+    /// The address of the socket this link sends from now (it changes with ``moveToNewSocket()``).
+    func localAddress() async -> SocketAddress? {
+        try? await loop.submit { self.state.value.channel.localAddress }.get()
+    }
+
     /// On the loop: whether `sequence` is newer than every RTP sequence number received so far.
     func isNewer(_ sequence: UInt16) -> Bool { state.value.highWater.isNewer(sequence) }
 
