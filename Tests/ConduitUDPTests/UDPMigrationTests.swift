@@ -180,5 +180,29 @@ extension UDPTransportTests {
             await tap.stop()
             await third.close()
         }
+
+        @Test("forged datagrams of a link from twelve ports open four validations (the cap per link); the rest are refused and counted")
+        func validationsFromManyAddressesAreCapped() async throws {
+            try await UDPTestSupport.withPair { listener, client, server in
+                let listenerAddress = try SocketAddress(ipAddress: "127.0.0.1", port: listener.localURL.port!)
+                var sockets: [ThirdSocket] = []
+                for index in 0..<12 {
+                    let socket = try await ThirdSocket.open()
+                    sockets.append(socket)
+                    try await socket.send(UDPTestSupport.rtp(sequence: UInt16(index), ssrc: client.localSSRC, payload: [0xF0]), to: listenerAddress)
+                }
+                #expect(await UDPTestSupport.eventually { await listener.statistics().pathProbes + listener.statistics().pathProbesRefused == 12 })
+                let statistics = await listener.statistics()
+                #expect(statistics.pathProbes == 4 && statistics.pathProbesRefused == 8)
+                #expect(statistics.pathChallengesSent == 4 && statistics.pathMigrations == 0)
+                #expect(await listener.pendingPathValidations() == 4)
+                #expect(await UDPTestSupport.eventually { sockets.filter { $0.received.withLock { !$0.isEmpty } }.count == 4 })
+                // The four delivered forgeries, then the call as before, at its own address.
+                #expect(try await UDPTestSupport.read(server, count: 4, quiet: .seconds(1)) == Array(repeating: [0xF0], count: 4))
+                #expect(try await Self.exchange(client, server, round: 3))
+                #expect(await listener.retainedState().links == 1)
+                for socket in sockets { await socket.close() }
+            }
+        }
     }
 }

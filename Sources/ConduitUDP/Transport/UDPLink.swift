@@ -214,10 +214,10 @@ public final class UDPLink: TransportLink {
         }
         channel.flush()
         state.value.sequence = sequence
-        let channel = self.channel
         return promise.futureResult.flatMapError { [state, loop] error in
-            // A refused datagram (ECONNREFUSED after an ICMP error, say) is a lost datagram.
-            guard channel.isActive else { return loop.makeFailedFuture(error) }
+            // A refused datagram (ECONNREFUSED after an ICMP error, say) is a lost datagram, and
+            // so is one a replaced socket took down with it (the link's current one is asked).
+            guard state.value.channel.isActive else { return loop.makeFailedFuture(error) }
             state.value.statistics.sendErrors += 1
             return loop.makeSucceededVoidFuture()
         }
@@ -303,8 +303,10 @@ public final class UDPLink: TransportLink {
 
     // MARK: Receiving, on the loop
 
-    /// An RTP datagram from the peer's address.
-    func receive(rtp buffer: ByteBuffer, header: RTPHeader) {
+    /// An RTP datagram from the peer's address, or (`fromPeer` false) from an address being
+    /// validated, whose sequence number does not raise the high water: a forgery from elsewhere
+    /// cannot make the real client's next datagrams look old.
+    func receive(rtp buffer: ByteBuffer, header: RTPHeader, fromPeer: Bool = true) {
         guard state.value.isOpen else { return }
         guard header.ssrc == remoteSSRC else {
             state.value.statistics.droppedStranger += 1
@@ -318,7 +320,7 @@ public final class UDPLink: TransportLink {
             state.value.received.append(UnsafeRawBufferPointer(rebasing: bytes[RTPHeader.size...]))
             PayloadCopies.countReceive(bytes.count - RTPHeader.size)
         }
-        state.value.highWater.record(header.sequence)
+        if fromPeer { state.value.highWater.record(header.sequence) }
         state.value.statistics.datagramsReceived += 1
         state.value.statistics.bytesReceived += buffer.readableBytes - RTPHeader.size
     }

@@ -6,8 +6,9 @@ import NIOCore
 extension UDPListenerCore {
     /// RTP of `link` (by its client SSRC) from `from`, which is not the link's address.
     ///
-    /// Only a datagram newer than any the link received may open a validation (RFC 9000 §9.3:
-    /// a path moves for the highest-numbered packet only), so a replayed capture cannot. The
+    /// Only a datagram newer than any the link received from its address may open a validation
+    /// (RFC 9000 §9.3: a path moves for the highest-numbered packet only), so a replayed capture
+    /// cannot. The
     /// datagram is delivered (it is as trustworthy as one from the old address: the same SSRC,
     /// and with SRTP the same authentication) but the link keeps sending to its old address
     /// until the new one answers the challenge. The challenge (28 bytes) is less than three
@@ -34,7 +35,7 @@ extension UDPListenerCore {
             state.value.statistics.pathChallengesSent += 1
         }
         state.value.statistics.pathProbes += 1
-        dispatch(data, to: link, via: channel)
+        deliver(data, header: header, to: link, fromPeer: false)
     }
 
     /// A PATH-RESPONSE from `from`: moves the link there if it echoes the challenge sent there

@@ -173,12 +173,8 @@ final class UDPListenerCore: Sendable {
         send(.accept(ssrc: local, clientSSRC: client, nonce: nonce, mtu: UInt16(mtu)), to: peer, via: channel)
     }
 
-    func dispatch(_ data: ByteBuffer, to link: UDPLink, via channel: any Channel) {
-        if let header = RTPHeader(parsing: data) {
-            link.receive(rtp: data, header: header)
-            if state.value.dirty.last !== link { state.value.dirty.append(link) }
-            return
-        }
+    private func dispatch(_ data: ByteBuffer, to link: UDPLink, via channel: any Channel) {
+        if let header = RTPHeader(parsing: data) { return deliver(data, header: header, to: link, fromPeer: true) }
         guard RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) else {
             link.countMalformed()
             return
@@ -193,6 +189,12 @@ final class UDPListenerCore: Sendable {
         case .hello, .helloWithCookie, .cookie, .accept, .reject, .pathChallenge, .pathResponse:
             link.countStranger()
         }
+    }
+
+    /// RTP for `link`, handed over at the end of the read burst.
+    func deliver(_ data: ByteBuffer, header: RTPHeader, to link: UDPLink, fromPeer: Bool) {
+        link.receive(rtp: data, header: header, fromPeer: fromPeer)
+        if state.value.dirty.last !== link { state.value.dirty.append(link) }
     }
 
     /// End of a read burst: every link that got data hands it to its reader.
