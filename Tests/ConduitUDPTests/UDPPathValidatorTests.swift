@@ -104,6 +104,29 @@ struct UDPPathValidatorTests {
         #expect(validator.respond(link: 1, from: "a:1", challenge: 1, now: Self.at(1)) == .rejected)
     }
 
+    @Test("a link moves to another IP address only if that address may hold another link; a move charges no handshake")
+    func aMoveKeepsThePerAddressLimit() {
+        var ledger = UDPAddressLedger(limits: .init(maxLinksPerAddress: 1, handshakesPerSecondPerAddress: 1))
+        let now = ConduitInstant(nanoseconds: 5_000_000_000)
+        #expect(ledger.admit("10.0.0.1", now: now) == .admitted)
+        #expect(ledger.admit("10.0.0.2", now: now) == .admitted)
+        // 10.0.0.2 is full: the link of 10.0.0.1 cannot move there, and nothing changes.
+        let refused = ledger.move(from: "10.0.0.1", to: "10.0.0.2", now: now)
+        #expect(!refused)
+        #expect(ledger.entries["10.0.0.1"]?.links == 1 && ledger.entries["10.0.0.2"]?.links == 1)
+        // Within one IP address (a new port) it always can.
+        let withinHost = ledger.move(from: "10.0.0.1", to: "10.0.0.1", now: now)
+        #expect(withinHost)
+        // To an address without links it can, and the count moves with it.
+        let toFreshHost = ledger.move(from: "10.0.0.1", to: "10.0.0.3", now: now)
+        #expect(toFreshHost)
+        #expect(ledger.entries["10.0.0.1"]?.links == 0 && ledger.entries["10.0.0.3"]?.links == 1)
+        #expect(ledger.admit("10.0.0.3", now: now) == .tooManyLinks)
+        // The move was not a handshake: 10.0.0.3's one handshake this second is still there.
+        ledger.release("10.0.0.3")
+        #expect(ledger.admit("10.0.0.3", now: now) == .admitted)
+    }
+
     @Test("only a sequence number newer than every one received may move a path (serial arithmetic, wrapping)")
     func sequenceHighWater() {
         var highWater = RTPSequenceHighWater()
