@@ -110,6 +110,7 @@ public enum SeedCorpus {
             .cookie(ssrc: 0xB2, nonce: 5, cookie: cookie),
             .helloWithCookie(ssrc: 0xA1, nonce: 5, version: UDPControlMessage.protocolVersion, mtu: 1_200, cookie: cookie),
             .accept(ssrc: 0xB2, clientSSRC: 0xA1, nonce: 5, mtu: 1_200), .bye(ssrc: 0xA1), .reject(ssrc: 0xB2, clientSSRC: 0xA1, reason: 2),
+            .pathChallenge(ssrc: 0xB2, clientSSRC: 0xA1, challenge: 0x0C0F_FEE0), .pathResponse(ssrc: 0xA1, serverSSRC: 0xB2, challenge: 0x0C0F_FEE0),
         ]
         var out: [[UInt8]] = messages.map { message in
             var buffer = ByteBuffer()

@@ -57,12 +57,13 @@ extension UDPTransportTests {
             try await UDPTestSupport.withPair { listener, client, server in
                 let raw = try await TestSocket.bind()
                 let target = try Self.listenerAddress(listener)
-                // From an address without a link: counted by the listener.
-                try await raw.send(UDPTestSupport.rtp(sequence: 1, ssrc: client.localSSRC, payload: [1, 2, 3]), to: target)
+                // From an address without a link, with an SSRC no link has: counted by the listener.
+                // (With a link's SSRC it would be a path probe: UDPMigrationTests.)
+                try await raw.send(UDPTestSupport.rtp(sequence: 1, ssrc: client.localSSRC &+ 1, payload: [1, 2, 3]), to: target)
                 #expect(await UDPTestSupport.eventually { await listener.statistics().strayDatagrams == 1 })
                 // A foreign SSRC at the client's address cannot be sent from here, but the client
                 // drops RTP that does not come from the server.
-                let clientPort = try #require(client.channel.localAddress?.port)
+                let clientPort = try #require(await client.localAddress()?.port)
                 try await raw.send(UDPTestSupport.rtp(sequence: 1, ssrc: server.localSSRC, payload: [9]), to: try SocketAddress(ipAddress: "127.0.0.1", port: clientPort))
                 #expect(await UDPTestSupport.eventually { await client.statistics().droppedStranger == 1 })
                 var batch = DatagramBatch()

@@ -24,6 +24,8 @@ extension UDPTransportTests {
                 .accept(ssrc: 4, clientSSRC: 1, nonce: 2, mtu: 1232),
                 .bye(ssrc: 5),
                 .reject(ssrc: 6, clientSSRC: 1, reason: 2),
+                .pathChallenge(ssrc: 4, clientSSRC: 1, challenge: 0x0102_0304_0506_0708),
+                .pathResponse(ssrc: 1, serverSSRC: 4, challenge: 0x0102_0304_0506_0708),
             ]
             for message in messages {
                 let bytes = UDPTestSupport.rtcp(message)
@@ -118,6 +120,8 @@ extension UDPTransportTests {
                     case .accept: names.append("ACCEPT")
                     case .bye: names.append("BYE")
                     case .reject: names.append("REJECT")
+                    case .pathChallenge: names.append("PATH-CHALLENGE")
+                    case .pathResponse: names.append("PATH-RESPONSE")
                     }
                 }
             }

@@ -44,6 +44,8 @@ final class UDPClientHandshake: Sendable {
     let directSocket: UDPDirectSocket?
     /// The transport's logger and counters, handed to the link.
     private let observer: UDPObserver?
+    /// Opens another socket delivering here, for ``UDPLink/moveToNewSocket()`` (set once, before `start`).
+    private let openSocket: NIOLoopBoundBox<(@Sendable () async throws(ConduitError) -> any Channel)?>
 
     init(
         loop: any EventLoop, server: SocketAddress, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
@@ -53,6 +55,7 @@ final class UDPClientHandshake: Sendable {
         self.directSocket = directSocket
         var random = SystemRandomNumberGenerator()
         state = .makeBoxSendingValue(State(), eventLoop: loop)
+        openSocket = .makeBoxSendingValue(nil, eventLoop: loop)
         promise = loop.makePromise()
         self.server = server
         ssrc = random.next()
@@ -67,8 +70,13 @@ final class UDPClientHandshake: Sendable {
     }
 
     /// Starts the handshake on `channel`; the future holds the link, or `timeoutError` in time.
-    func start(on channel: any Channel, timeout: TimeAmount, timeoutError: ConduitError) -> EventLoopFuture<UDPLink> {
+    /// `openSocket` opens another socket for the link later (see ``UDPLink/moveToNewSocket()``).
+    func start(
+        on channel: any Channel, timeout: TimeAmount, timeoutError: ConduitError,
+        openSocket: (@Sendable () async throws(ConduitError) -> any Channel)? = nil
+    ) -> EventLoopFuture<UDPLink> {
         channel.eventLoop.execute {
+            self.openSocket.value = openSocket
             let loop = channel.eventLoop.assumeIsolated()
             self.state.value.deadline = loop.scheduleTask(in: timeout) {
                 self.fail(timeoutError)
@@ -143,7 +151,17 @@ final class UDPClientHandshake: Sendable {
             if let header = RTPHeader(parsing: data) {
                 link.receive(rtp: data, header: header)
             } else if RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) {
-                if case .bye(let ssrc) = message { link.receive(byeFrom: ssrc) }  // a repeated ACCEPT is ignored
+                switch message {
+                case .bye(let ssrc):
+                    link.receive(byeFrom: ssrc)
+                case .pathChallenge(let serverSSRC, let client, let challenge) where serverSSRC == link.remoteSSRC && client == link.localSSRC:
+                    // RFC 9000 §8.2.2: echo it at once, from the socket it reached (the path it probes).
+                    let response = UDPControlMessage.pathResponse(ssrc: link.localSSRC, serverSSRC: serverSSRC, challenge: challenge)
+                    guard let buffer = response.datagram(sealedWith: srtp, allocator: channel.allocator) else { return }
+                    channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
+                default:
+                    return  // a repeated ACCEPT, or a challenge for another link: ignored
+                }
             } else {
                 link.countMalformed()
             }
@@ -159,8 +177,10 @@ final class UDPClientHandshake: Sendable {
             where client == ssrc && echoed == nonce && UDPOptions.mtuRange.contains(Int(agreed)) && Int(agreed) <= mtu:
                 state.value.timer?.cancel()
                 state.value.deadline?.cancel()
-                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp, observer: observer, directSocket: directSocket) {
-                    channel.close()
+                let link = UDPLink(channel: channel, peer: server, localSSRC: ssrc, remoteSSRC: serverSSRC, mtu: Int(agreed), offload: offload.segments(to: server), srtp: srtp, observer: observer, directSocket: directSocket,
+                    openSocket: openSocket.value
+                ) { link in
+                    link.channel.close()
                 }
                 observer?.linkEstablished(remote: link.remoteDescription, isClient: true)
                 state.value.phase = .established(link)

@@ -23,6 +23,12 @@ package enum UDPControlMessage: Hashable, Sendable {
     /// It tells the client at once rather than leaving it to time out; it carries nothing secret.
     /// `reason`: 1 the packet failed SRTP authentication, 2 the SRTP profiles differ.
     case reject(ssrc: UInt32, clientSSRC: UInt32, reason: UInt8)
+    /// Listener → a new client address, PATH-CHALLENGE (RFC 9000 §8.2.1): may this link move
+    /// here? SSRC = the server link's; names the client SSRC; `challenge` is unpredictable.
+    case pathChallenge(ssrc: UInt32, clientSSRC: UInt32, challenge: UInt64)
+    /// Client → listener, PATH-RESPONSE (RFC 9000 §8.2.2): echoes a challenge, from the address
+    /// it reached. SSRC = the client's; names the server link's SSRC.
+    case pathResponse(ssrc: UInt32, serverSSRC: UInt32, challenge: UInt64)
 
     package static let protocolVersion: UInt16 = 1
     static let appPayloadType: UInt8 = 204
@@ -30,7 +36,7 @@ package enum UDPControlMessage: Hashable, Sendable {
     static let name: UInt32 = 0x434E_4454  // "CNDT"
 
     enum Subtype: UInt8 {
-        case hello = 1, cookie = 2, helloWithCookie = 3, accept = 4, reject = 5
+        case hello = 1, cookie = 2, helloWithCookie = 3, accept = 4, reject = 5, pathChallenge = 6, pathResponse = 7
     }
 
     /// Bytes of application-dependent data per subtype (a multiple of 4).
@@ -41,6 +47,7 @@ package enum UDPControlMessage: Hashable, Sendable {
         case .helloWithCookie: 32  // nonce 8, version 2, mtu 2, cookie time 4, cookie 16
         case .accept: 16  // client SSRC 4, nonce 8, mtu 2, reserved 2
         case .reject: 8  // client SSRC 4, reason 1, reserved 3
+        case .pathChallenge, .pathResponse: 16  // the other end's SSRC 4, challenge 8, reserved 4
         }
     }
 
@@ -79,7 +86,18 @@ package enum UDPControlMessage: Hashable, Sendable {
             buffer.writeInteger(clientSSRC)
             buffer.writeInteger(reason)
             buffer.writeRepeatingByte(0, count: 3)
+        case .pathChallenge(let ssrc, let other, let challenge):
+            Self.writePath(.pathChallenge, ssrc: ssrc, other: other, challenge: challenge, into: &buffer)
+        case .pathResponse(let ssrc, let other, let challenge):
+            Self.writePath(.pathResponse, ssrc: ssrc, other: other, challenge: challenge, into: &buffer)
         }
+    }
+
+    private static func writePath(_ subtype: Subtype, ssrc: UInt32, other: UInt32, challenge: UInt64, into buffer: inout ByteBuffer) {
+        writeAppHeader(subtype, ssrc: ssrc, into: &buffer)
+        buffer.writeInteger(other)
+        buffer.writeInteger(challenge)
+        buffer.writeInteger(UInt32(0))
     }
 
     private static func writeAppHeader(_ subtype: Subtype, ssrc: UInt32, into buffer: inout ByteBuffer) {
@@ -108,7 +126,7 @@ package enum UDPControlMessage: Hashable, Sendable {
         }
         guard type == Self.appPayloadType, let subtype = Subtype(rawValue: first & 0x1F),
             b.readInteger(as: UInt32.self) == Self.name, b.readableBytes == Self.dataSize(subtype),
-            let nonce = subtype == .accept || subtype == .reject ? 0 : b.readInteger(as: UInt64.self)
+            let nonce = [.accept, .reject, .pathChallenge, .pathResponse].contains(subtype) ? 0 : b.readInteger(as: UInt64.self)
         else { return nil }
         switch subtype {
         case .hello:
@@ -134,6 +152,13 @@ package enum UDPControlMessage: Hashable, Sendable {
                 b.readableBytesView.allSatisfy({ $0 == 0 })
             else { return nil }
             self = .reject(ssrc: ssrc, clientSSRC: clientSSRC, reason: reason)
+        case .pathChallenge, .pathResponse:
+            guard let other = b.readInteger(as: UInt32.self), let challenge = b.readInteger(as: UInt64.self),
+                b.readInteger(as: UInt32.self) == 0
+            else { return nil }
+            self = subtype == .pathChallenge
+                ? .pathChallenge(ssrc: ssrc, clientSSRC: other, challenge: challenge)
+                : .pathResponse(ssrc: ssrc, serverSSRC: other, challenge: challenge)
         }
     }
 }

@@ -24,22 +24,34 @@ public final class UDPLink: TransportLink {
     /// The SSRC the peer sends with; RTP with another SSRC is dropped and counted.
     public let remoteSSRC: UInt32
 
-    let channel: any Channel
-    let peer: SocketAddress
+    /// The event loop of the channel this link sends through (its channel may change, its loop not).
+    let loop: any EventLoop
     private let state: NIOLoopBoundBox<State>
     private let inbox = UDPInbox()
     private let origin: NIODeadline
     private let closed = Atomic<Bool>(false)
     /// Run on the event loop once the link is closed (either side): frees what it holds there.
-    private let detach: @Sendable () -> EventLoopFuture<Void>
+    private let detach: @Sendable (UDPLink) -> EventLoopFuture<Void>
     /// SRTP for what this link sends (the socket's filter, shared with its listener or handshake).
     private let srtp: NIOLoopBoundBox<UDPSRTPFilter>?
     /// The transport's logger and counters, told when the link ends.
     private let observer: UDPObserver?
     /// The socket, for writes gathered straight from the caller's batch (nil: through the channel).
     private let directSocket: UDPDirectSocket?
+    /// Client side: opens a fresh socket on the link's loop, delivering to the link's handshake
+    /// (for ``moveToNewSocket()``); nil on the listener side.
+    private let openSocket: (@Sendable () async throws(ConduitError) -> any Channel)?
 
     private struct State {
+        /// The datagram channel this link sends through, and where to.
+        var channel: any Channel
+        /// The peer's address: on the listener side it changes when the client's path is
+        /// validated (see ``UDPPathValidator``).
+        var peer: SocketAddress
+        /// Whether writes may go straight to ``directSocket`` (false once the socket was replaced).
+        var directWrites = true
+        /// The newest RTP sequence number from the peer: only newer datagrams may open a path validation.
+        var highWater = RTPSequenceHighWater()
         var sequence: UInt16
         /// Runs of equal-sized datagrams go out as one write the kernel segments (UDP_SEGMENT).
         /// Turned off for good if such a write fails (a device that cannot do it).
@@ -63,23 +75,61 @@ public final class UDPLink: TransportLink {
         srtp: NIOLoopBoundBox<UDPSRTPFilter>? = nil,
         observer: UDPObserver? = nil,
         directSocket: UDPDirectSocket? = nil,
-        detach: @escaping @Sendable () -> EventLoopFuture<Void>
+        openSocket: (@Sendable () async throws(ConduitError) -> any Channel)? = nil,
+        detach: @escaping @Sendable (UDPLink) -> EventLoopFuture<Void>
     ) {
         var random = SystemRandomNumberGenerator()
         self.capabilities = UDPOptions.capabilities(mtu: mtu)
         self.remoteDescription = "udp://\(SocketAddressing.describe(peer))"
         self.localSSRC = localSSRC
         self.remoteSSRC = remoteSSRC
-        self.channel = channel
-        self.peer = peer
+        self.loop = channel.eventLoop
+        self.openSocket = openSocket
         // SRTP protects datagram by datagram; those go out one write each.
-        self.state = NIOLoopBoundBox(State(sequence: random.next(), segmentationOffload: offload && srtp == nil), eventLoop: channel.eventLoop)
+        self.state = NIOLoopBoundBox(
+            State(channel: channel, peer: peer, sequence: random.next(), segmentationOffload: offload && srtp == nil), eventLoop: channel.eventLoop)
         self.origin = .now()
         self.detach = detach
         self.srtp = srtp
         self.observer = observer
         // SRTP protects each datagram into a buffer of its own; that one goes through the channel.
         self.directSocket = srtp == nil ? directSocket : nil
+    }
+
+    /// On the loop: the channel this link sends through.
+    var channel: any Channel { state.value.channel }
+    /// On the loop: the peer's address.
+    var peer: SocketAddress { state.value.peer }
+
+    /// On the loop, listener side: the client's new address passed path validation; send there
+    /// from now on (segmenting to it only if `offload` allows).
+    func move(to address: SocketAddress, offload: Bool) {
+        state.value.peer = address
+        state.value.segmentationOffload = state.value.segmentationOffload && offload
+    }
+
+    /// The address of the socket this link sends from now (it changes with ``moveToNewSocket()``).
+    func localAddress() async -> SocketAddress? {
+        try? await loop.submit { self.state.value.channel.localAddress }.get()
+    }
+
+    /// On the loop: whether `sequence` is newer than every RTP sequence number received so far.
+    func isNewer(_ sequence: UInt16) -> Bool { state.value.highWater.isNewer(sequence) }
+
+    /// Client side: sends and receives through a new socket on a new port from now on, as a NAT
+    /// rebinding or a move to another network does to a client's address; the old socket closes.
+    /// The listener validates the new address before it sends there (tests use this).
+    package func moveToNewSocket() async throws(ConduitError) {
+        guard let openSocket else { throw ConduitError(.unsupportedByTransport, "only a client's UDP link can move to a new socket") }
+        let fresh = try await openSocket()
+        let old = try? await loop.submit { () -> (any Channel)? in
+            guard self.state.value.isOpen else { return nil }
+            let old = self.state.value.channel
+            self.state.value.channel = fresh
+            self.state.value.directWrites = false
+            return old
+        }.get()
+        if let old { try? await old.close() } else { try? await fresh.close() }
     }
 
     /// On the event loop, once, when the link stops being open: the totals to the observer.
@@ -98,7 +148,7 @@ public final class UDPLink: TransportLink {
     // MARK: Writing
 
     /// The event loop of the channel this link sends through.
-    public var preferredExecutor: (any SerialExecutor)? { channel.eventLoop.executor }
+    public var preferredExecutor: (any SerialExecutor)? { loop.executor }
 
     /// Sends each datagram of the batch as one RTP packet (SRTP-protected when configured), in one segmented write where offload allows. Does not wait for the peer; throws `connectionClosed` once the link closed.
     nonisolated(nonsending) public func write(_ batch: DatagramBatch) async throws(ConduitError) {
@@ -110,7 +160,6 @@ public final class UDPLink: TransportLink {
             )
         }
         guard !closed.load(ordering: .relaxed) else { throw closedError }
-        let loop = channel.eventLoop
         // On the loop already (a driver on ``preferredExecutor``): send now, no task hop.
         let future = loop.inEventLoop ? send(batch) : loop.flatSubmit { self.send(batch) }
         do {
@@ -132,7 +181,6 @@ public final class UDPLink: TransportLink {
     /// On the loop: one RTP datagram per batch entry, one flush; the future completes when the
     /// last datagram has gone to the kernel (backpressure for the writer).
     private func send(_ batch: DatagramBatch) -> EventLoopFuture<Void> {
-        let loop = channel.eventLoop
         guard state.value.isOpen else { return loop.makeFailedFuture(closedError) }
         let timestamp = UInt32(truncatingIfNeeded: (NIODeadline.now().uptimeNanoseconds &- origin.uptimeNanoseconds) / 1_000_000)
         var sequence = state.value.sequence
@@ -141,7 +189,7 @@ public final class UDPLink: TransportLink {
         state.value.statistics.bytesSent += batch.byteCount
         // Direct writes only with segmentation offload: datagram by datagram they would cost a
         // system call each, where the channel sends a batch with one `sendmmsg`.
-        if let directSocket, state.value.segmentationOffload, state.value.channelWritesInFlight == 0, channel.isActive {
+        if let directSocket, state.value.directWrites, state.value.segmentationOffload, state.value.channelWritesInFlight == 0, channel.isActive {
             index = sendDirect(batch, through: directSocket, sequence: &sequence, timestamp: timestamp)
             if index == batch.count {
                 state.value.sequence = sequence
@@ -166,10 +214,10 @@ public final class UDPLink: TransportLink {
         }
         channel.flush()
         state.value.sequence = sequence
-        let channel = self.channel
-        return promise.futureResult.flatMapError { [state] error in
-            // A refused datagram (ECONNREFUSED after an ICMP error, say) is a lost datagram.
-            guard channel.isActive else { return loop.makeFailedFuture(error) }
+        return promise.futureResult.flatMapError { [state, loop] error in
+            // A refused datagram (ECONNREFUSED after an ICMP error, say) is a lost datagram, and
+            // so is one a replaced socket took down with it (the link's current one is asked).
+            guard state.value.channel.isActive else { return loop.makeFailedFuture(error) }
             state.value.statistics.sendErrors += 1
             return loop.makeSucceededVoidFuture()
         }
@@ -241,7 +289,7 @@ public final class UDPLink: TransportLink {
         }
         state.value.statistics.segmentedWrites += 1
         let metadata = AddressedEnvelope<ByteBuffer>.Metadata(ecnState: .transportNotCapable, packetInfo: nil, segmentSize: segmentSize)
-        let written = promise ?? channel.eventLoop.makePromise(of: Void.self)
+        let written = promise ?? loop.makePromise(of: Void.self)
         written.futureResult.whenFailure { [state, channel] error in
             // A run too large for the path (EMSGSIZE, one of the errors SwiftNIO survives):
             // these datagrams are lost, later ones go singly. (Errors NIO does not survive close
@@ -255,8 +303,10 @@ public final class UDPLink: TransportLink {
 
     // MARK: Receiving, on the loop
 
-    /// An RTP datagram from the peer's address.
-    func receive(rtp buffer: ByteBuffer, header: RTPHeader) {
+    /// An RTP datagram from the peer's address, or (`fromPeer` false) from an address being
+    /// validated, whose sequence number does not raise the high water: a forgery from elsewhere
+    /// cannot make the real client's next datagrams look old.
+    func receive(rtp buffer: ByteBuffer, header: RTPHeader, fromPeer: Bool = true) {
         guard state.value.isOpen else { return }
         guard header.ssrc == remoteSSRC else {
             state.value.statistics.droppedStranger += 1
@@ -270,6 +320,7 @@ public final class UDPLink: TransportLink {
             state.value.received.append(UnsafeRawBufferPointer(rebasing: bytes[RTPHeader.size...]))
             PayloadCopies.countReceive(bytes.count - RTPHeader.size)
         }
+        if fromPeer { state.value.highWater.record(header.sequence) }
         state.value.statistics.datagramsReceived += 1
         state.value.statistics.bytesReceived += buffer.readableBytes - RTPHeader.size
     }
@@ -300,7 +351,7 @@ public final class UDPLink: TransportLink {
         closed.store(true, ordering: .relaxed)
         inbox.finish(discarding: false)
         reportEnd("the peer said bye")
-        _ = detach()
+        _ = detach(self)
     }
 
     // MARK: Reading and closing
@@ -313,21 +364,21 @@ public final class UDPLink: TransportLink {
     public func close() async {
         closed.store(true, ordering: .relaxed)
         inbox.finish(discarding: true)
-        let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
-            guard self.state.value.isOpen else { return self.channel.eventLoop.makeSucceededVoidFuture() }
+        let future = loop.flatSubmit { () -> EventLoopFuture<Void> in
+            guard self.state.value.isOpen else { return self.loop.makeSucceededVoidFuture() }
             self.state.value.isOpen = false
             self.reportEnd("closed")
             var buffer = self.channel.allocator.buffer(capacity: 8)
             UDPControlMessage.bye(ssrc: self.localSSRC).write(into: &buffer)
-            guard let sealed = self.sealed(buffer) else { return self.detach() }
+            guard let sealed = self.sealed(buffer) else { return self.detach(self) }
             let sent = self.channel.writeAndFlush(AddressedEnvelope(remoteAddress: self.peer, data: sealed))
-            return sent.flatMapError { _ in self.channel.eventLoop.makeSucceededVoidFuture() }.flatMap { self.detach() }
+            return sent.flatMapError { _ in self.loop.makeSucceededVoidFuture() }.flatMap { self.detach(self) }
         }
         try? await future.get()
     }
 
     /// What this link has sent, received and dropped so far.
     public func statistics() async -> UDPLinkStatistics {
-        (try? await channel.eventLoop.submit { self.state.value.statistics }.get()) ?? UDPLinkStatistics()
+        (try? await loop.submit { self.state.value.statistics }.get()) ?? UDPLinkStatistics()
     }
 }

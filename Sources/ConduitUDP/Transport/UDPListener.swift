@@ -43,9 +43,15 @@ public final class UDPListener: TransportListener {
         return (held.0, held.1, core.backlog.bufferedCount)
     }
 
-    /// What the listener did with datagrams that reached no link.
+    /// Path validations open now (bounded by the validator's caps; the flood tests check it).
+    package func pendingPathValidations() async -> Int {
+        let core = self.core
+        return (try? await channel.eventLoop.submit { core.state.value.validator.pending.count }.get()) ?? 0
+    }
+
+    /// What the listener did with datagrams that reached no link, and with links' new addresses.
     public func statistics() async -> UDPListenerStatistics {
         let core = self.core
-        return (try? await channel.eventLoop.submit { core.state.value.statistics }.get()) ?? UDPListenerStatistics()
+        return (try? await channel.eventLoop.submit { core.currentStatistics() }.get()) ?? UDPListenerStatistics()
     }
 }

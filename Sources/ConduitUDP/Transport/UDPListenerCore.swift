@@ -6,6 +6,11 @@ import NIOCore
 final class UDPListenerCore: Sendable {
     struct State {
         var links: [SocketAddress: UDPLink] = [:]
+        /// Links by the client's SSRC, for datagrams from a new client address (a link whose
+        /// client SSRC another link already has is left out: it cannot move).
+        var bySSRC: [UInt32: UDPLink] = [:]
+        /// Open path validations of new client addresses (see UDPListenerCore+Migration.swift).
+        var validator = UDPPathValidator<SocketAddress>()
         /// Links and handshakes per remote IP address (the listener's per-address limits).
         var addresses: UDPAddressLedger
         var dirty: [UDPLink] = []
@@ -71,9 +76,12 @@ final class UDPListenerCore: Sendable {
         if let link = state.value.links[from] {
             return dispatch(data, to: link, via: channel)
         }
-        if RTPHeader(parsing: data) != nil {
-            state.value.statistics.strayDatagrams += 1
-            return
+        if let header = RTPHeader(parsing: data) {
+            guard let link = state.value.bySSRC[header.ssrc] else {
+                state.value.statistics.strayDatagrams += 1
+                return
+            }
+            return probe(data, header: header, of: link, from: from, via: channel)
         }
         guard RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) else {
             state.value.statistics.malformed += 1
@@ -104,7 +112,9 @@ final class UDPListenerCore: Sendable {
             }
             guard hasRoom(), admitAddress(from) else { return }
             establish(from: from, ssrc: client, nonce: nonce, mtu: min(Int(mtu), self.mtu), via: channel)
-        case .cookie, .accept, .bye, .reject:
+        case .pathResponse(let client, let server, let challenge):
+            validate(client: client, server: server, challenge: challenge, from: from)
+        case .cookie, .accept, .bye, .reject, .pathChallenge:
             state.value.statistics.strayDatagrams += 1
         }
     }
@@ -138,10 +148,15 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer, directSocket: directSocket) { [self] in
-            if state.value.links[peer]?.localSSRC == local {
-                state.value.links[peer] = nil
-                state.value.addresses.release(Self.hostKey(peer))
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer, directSocket: directSocket) { [self] link in
+            // Where the link is now: its client may have moved since it was established.
+            if state.value.links[link.peer] === link {
+                state.value.links[link.peer] = nil
+                state.value.addresses.release(Self.hostKey(link.peer))
+            }
+            if state.value.bySSRC[client] === link {
+                state.value.bySSRC[client] = nil
+                state.value.validator.forget(link: client)
             }
             closeSocketIfUnused(channel)
             return channel.eventLoop.makeSucceededVoidFuture()
@@ -152,17 +167,14 @@ final class UDPListenerCore: Sendable {
             return
         }
         state.value.links[peer] = link
+        if state.value.bySSRC[client] == nil { state.value.bySSRC[client] = link }
         state.value.statistics.linksEstablished += 1
         observer?.linkEstablished(remote: link.remoteDescription, isClient: false)
         send(.accept(ssrc: local, clientSSRC: client, nonce: nonce, mtu: UInt16(mtu)), to: peer, via: channel)
     }
 
     private func dispatch(_ data: ByteBuffer, to link: UDPLink, via channel: any Channel) {
-        if let header = RTPHeader(parsing: data) {
-            link.receive(rtp: data, header: header)
-            if state.value.dirty.last !== link { state.value.dirty.append(link) }
-            return
-        }
+        if let header = RTPHeader(parsing: data) { return deliver(data, header: header, to: link, fromPeer: true) }
         guard RTPHeader.looksLikeRTCP(data), let message = UDPControlMessage(parsing: data) else {
             link.countMalformed()
             return
@@ -174,9 +186,15 @@ final class UDPListenerCore: Sendable {
             // The first ACCEPT may have been lost: say it again (the link already exists).
             state.value.statistics.acceptsRepeated += 1
             send(.accept(ssrc: link.localSSRC, clientSSRC: client, nonce: nonce, mtu: UInt16(link.capabilities.mtu + RTPHeader.size)), to: link.peer, via: channel)
-        case .hello, .helloWithCookie, .cookie, .accept, .reject:
+        case .hello, .helloWithCookie, .cookie, .accept, .reject, .pathChallenge, .pathResponse:
             link.countStranger()
         }
+    }
+
+    /// RTP for `link`, handed over at the end of the read burst.
+    func deliver(_ data: ByteBuffer, header: RTPHeader, to link: UDPLink, fromPeer: Bool) {
+        link.receive(rtp: data, header: header, fromPeer: fromPeer)
+        if state.value.dirty.last !== link { state.value.dirty.append(link) }
     }
 
     /// End of a read burst: every link that got data hands it to its reader.
@@ -187,7 +205,7 @@ final class UDPListenerCore: Sendable {
         for link in dirty { link.flushReceived() }
     }
 
-    private func send(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
+    func send(_ message: UDPControlMessage, to address: SocketAddress, via channel: any Channel) {
         guard let buffer = message.datagram(sealedWith: srtp, allocator: channel.allocator) else { return }
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }

@@ -69,3 +69,23 @@ package struct UDPAddressLedger {
         entries[address]!.links = links - 1
     }
 }
+
+extension UDPAddressLedger {
+    /// Whether a link of `old` may move to `new` without `new` exceeding `maxLinksPerAddress`
+    /// (a move within one IP address always may).
+    package func canTake(_ new: String, from old: String) -> Bool {
+        new == old || (entries[new]?.links ?? 0) < limits.maxLinksPerAddress
+    }
+
+    /// Moves one link's count from `old` to `new`; false (nothing changed) if `new` is full.
+    /// A move is not a handshake: it does not charge `new`'s handshake rate.
+    package mutating func move(from old: String, to new: String, now: ConduitInstant) -> Bool {
+        guard canTake(new, from: old) else { return false }
+        guard new != old else { return true }
+        release(old)
+        var entry = entries[new] ?? Entry(handshakes: EventRateLimiter(perSecond: limits.handshakesPerSecondPerAddress, now: now))
+        entry.links += 1
+        entries[new] = entry
+        return true
+    }
+}

@@ -53,14 +53,38 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     /// RTCP one answered with a clear REJECT, so a client with other keys learns why at once).
     public var srtpRejected = 0
 
+    // Address migration (RFC 9000 §9): a link's client seen at a new address.
+
+    /// RTP of a link from a new address, newer than anything the link received: delivered to the
+    /// link, and its address challenged (the link keeps sending to its old address meanwhile).
+    public var pathProbes = 0
+    /// RTP of a link from a new address that was not newer than what the link received (a replay
+    /// or a late datagram): dropped, nothing challenged.
+    public var pathProbesStale = 0
+    /// RTP of a link from a new address dropped because no other validation may open (too many
+    /// pending in total, for that address or for that link) or that address holds
+    /// `maxLinksPerAddress` links.
+    public var pathProbesRefused = 0
+    /// Path challenges sent (a new validation, or a resend to an address still sending).
+    public var pathChallengesSent = 0
+    /// Path responses that validated a new address: the link moved there.
+    public var pathMigrations = 0
+    /// Path responses that moved nothing: no open validation of that link from that address with
+    /// that challenge (wrong, late or forged), or the address could not take the link.
+    public var pathResponsesRejected = 0
+    /// Validations that ended without their response (3 s).
+    public var pathValidationsTimedOut = 0
+
     /// All counters at zero.
     public init() {}
 
     /// Every datagram that reached the listener without reaching a link is in exactly one counter
     /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated`, `refusedAtCapacity`,
-    /// `refusedPerAddressLimit` or `refusedHandshakeRate`).
+    /// `refusedPerAddressLimit` or `refusedHandshakeRate`; RTP of a link from a new address in a
+    /// `pathProbes` counter, a path response in `pathMigrations` or `pathResponsesRejected`).
     public var datagramsAccountedFor: Int {
         hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + refusedPerAddressLimit + refusedHandshakeRate
             + linksEstablished + acceptsRepeated + srtpRejected
+            + pathProbes + pathProbesStale + pathProbesRefused + pathMigrations + pathResponsesRejected
     }
 }

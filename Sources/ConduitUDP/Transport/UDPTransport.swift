@@ -171,10 +171,18 @@ public struct UDPTransport: Transport {
                 + (options.srtp != nil ? " (SRTP is on: a listener without SRTP cannot read our handshake)" : "")
         )
         do {
+            // A later socket for the link (its client address changes): the same options, no
+            // direct writes, the same handshake demultiplexing what it reads.
+            let openSocket: @Sendable () async throws(ConduitError) -> any Channel = { [weak handshake] () async throws(ConduitError) -> any Channel in
+                guard let handshake else { throw ConduitError(.connectionClosed, "the UDP link to udp://\(SocketAddressing.describe(server)) is gone") }
+                return try await UDPSocket.bind(
+                    to: local, on: loop, mtu: options.mtu, receiveOffload: offload.receives,
+                    onDatagram: { handshake.receive($0, via: $1) }, onBurstEnd: { handshake.flushReceived() })
+            }
             let established = handshake.start(
                 on: channel,
                 timeout: .nanoseconds(Int64(clamping: limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)),
-                timeoutError: timeout
+                timeoutError: timeout, openSocket: openSocket
             )
             return try await withTaskCancellationHandler {
                 try await established.get()
