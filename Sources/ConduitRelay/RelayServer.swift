@@ -30,9 +30,9 @@ public actor RelayServer {
     /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public nonisolated let configuration: RelayConfiguration
     var machine: RelayMachine
-    private var authority: RelayTokenAuthority
+    var authority: RelayTokenAuthority
     private let registry: TransportRegistry
-    private let wallClock: @Sendable () -> UInt64
+    let wallClock: @Sendable () -> UInt64
     private let clock: any ConduitClock
     private var timer = DeadlineTimer()
     private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -49,6 +49,8 @@ public actor RelayServer {
     var cluster: RelayClusterBridge?
     /// Messages for the cluster the NATS client refused (the other relays count them as lost too).
     public internal(set) var clusterPublishFailures = 0
+    /// Token uses announced to and heard from the cluster (RelayClusterTokens.swift).
+    var clusterTokens = RelayClusterTokenLedger()
 
     private struct LinkState {
         let link: any TransportLink
@@ -302,8 +304,10 @@ public actor RelayServer {
         while let action = machine.pollAction() {
             switch action {
             case .authorize(let id, let request):
-                switch authority.authorize(request, unixTime: wallClock()) {
-                case .success(let grant): machine.admit(id, grant: grant, now: now())
+                switch authority.authorizeToken(request, unixTime: wallClock()) {
+                case .success(let token):
+                    announceTokenUse(token)
+                    machine.admit(id, grant: token.grant, now: now())
                 case .failure(let refusal): machine.refuse(id, refusal, now: now())
                 }
             case .transmit(let id):

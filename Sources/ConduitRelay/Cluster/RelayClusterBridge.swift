@@ -4,6 +4,12 @@ import ConduitRelayCore
 import ConduitNATS
 #endif
 
+/// A message from the cluster: its subject says what it is.
+struct RelayClusterInbound: Sendable {
+    let subject: String
+    let payload: [UInt8]
+}
+
 /// The relay's link to its cluster: a NATS connection (the official C client, behind the NATS
 /// trait) on which the relay publishes its `RelayClusterMessage`s, one subject per room, and
 /// receives every other relay's. No protocol of its own beyond those subjects and messages
@@ -20,7 +26,9 @@ struct RelayClusterBridge: Sendable {
         do {
             let client = try await NATSClient.connect(to: url, name: "conduit-relay-\(node)")
             do {
-                let subscription = try client.subscribe(to: RelayClusterMessage.subjectPrefix + "*")
+                // Every room subject and the token subject, on one subscription (one delivery
+                // thread: messages arrive in the order the server sent them).
+                let subscription = try client.subscribe(to: "conduit.relay.>")
                 try await client.flush()
                 return RelayClusterBridge(client: client, subscription: subscription)
             } catch {
@@ -32,22 +40,22 @@ struct RelayClusterBridge: Sendable {
         }
     }
 
-    /// Publishes one message on its room's subject; false if the client refused it (closed).
-    func publish(_ message: RelayClusterMessage) -> Bool {
+    /// Publishes `payload` on `subject`; false if the client refused it (closed).
+    func publish(_ payload: [UInt8], on subject: String) -> Bool {
         do {
-            try client.publish(message.encoded, on: RelayClusterMessage.subject(for: message.room))
+            try client.publish(payload, on: subject)
             return true
         } catch {
             return false
         }
     }
 
-    /// The other relays' messages (and this relay's own, which the machine ignores), in order.
-    var messages: AsyncStream<[UInt8]> {
+    /// The other relays' messages (and this relay's own, which are ignored), in order.
+    var messages: AsyncStream<RelayClusterInbound> {
         let source = subscription.messages
         return AsyncStream { continuation in
             let pump = Task {
-                for await message in source { continuation.yield(message.payload) }
+                for await message in source { continuation.yield(RelayClusterInbound(subject: message.subject, payload: message.payload)) }
                 continuation.finish()
             }
             continuation.onTermination = { _ in pump.cancel() }
@@ -68,8 +76,8 @@ struct RelayClusterBridge: Sendable {
         throw ConduitError(.unsupportedByTransport, "this build has no cluster support: build with the NATS package trait (libnats-dev)")
     }
 
-    func publish(_ message: RelayClusterMessage) -> Bool { false }
-    var messages: AsyncStream<[UInt8]> { AsyncStream { $0.finish() } }
+    func publish(_ payload: [UInt8], on subject: String) -> Bool { false }
+    var messages: AsyncStream<RelayClusterInbound> { AsyncStream { $0.finish() } }
     var dropped: Int { 0 }
     func close() async {}
     #endif

@@ -8,8 +8,11 @@ extension RelayServer {
     /// relays in order, each relay's room stream numbered so that a message NATS lost is counted
     /// (``RelayStatistics/cluster``). Needs the NATS package trait. Once per relay.
     ///
+    /// A token admitted at one relay is refused at every other once they heard of it (a replay
+    /// within NATS's delivery time of the first use can still pass at another relay).
+    ///
     /// Not across relays yet: subgroups, data tracks, labeled channels, extensions and invitations
-    /// stay on one relay; a token's replay is refused only where it was used.
+    /// stay on one relay.
     public func joinCluster(_ url: String) async throws(ConduitError) {
         guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
         guard cluster == nil else { throw ConduitError(.invalidConfiguration, "the relay already joined a cluster") }
@@ -24,9 +27,9 @@ extension RelayServer {
         runActions()
         let messages = bridge.messages
         tasks.append(Task { [weak self] in
-            for await payload in messages {
+            for await message in messages {
                 guard let self else { return }
-                await self.ingestCluster(payload)
+                await self.ingestCluster(message)
             }
         })
     }
@@ -38,9 +41,10 @@ extension RelayServer {
     /// the machine, through the gaps they leave).
     public var clusterMessagesDroppedOnArrival: Int { cluster?.dropped ?? 0 }
 
-    private func ingestCluster(_ payload: [UInt8]) {
+    private func ingestCluster(_ message: RelayClusterInbound) {
         guard !isShutDown else { return }
-        machine.handleCluster(payload, now: now())
+        if message.subject == RelayClusterTokenUse.subject { return ingestTokenUse(message.payload) }
+        machine.handleCluster(message.payload, now: now())
         runActions()
     }
 
@@ -48,7 +52,7 @@ extension RelayServer {
     func publishClusterMessages() {
         guard let cluster else { return }
         while let message = machine.pollClusterMessage() {
-            if !cluster.publish(message) { clusterPublishFailures += 1 }
+            if !cluster.publish(message.encoded, on: RelayClusterMessage.subject(for: message.room)) { clusterPublishFailures += 1 }
         }
     }
 

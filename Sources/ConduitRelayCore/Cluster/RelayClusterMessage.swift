@@ -1,4 +1,5 @@
 public import ConduitCore
+public import ConduitRooms
 
 /// A relay of a cluster, named by a random number it draws when it starts (a restarted relay is
 /// a new node: its sequence numbers start again under a new name).
@@ -13,32 +14,15 @@ public struct RelayNodeID: Hashable, Sendable, Comparable, CustomStringConvertib
     public var description: String { String(rawValue, radix: 16) }
 }
 
-/// A room member as its home relay announces it to the cluster: its member number there.
-public struct RelayClusterMember: Hashable, Sendable {
-    /// Its member number on its home relay.
-    public var member: UInt16
-    /// Its peer ID.
-    public var peer: PeerID
-    /// Whether it supports data sessions.
-    public var dataSessionsSupported: Bool
-
-    /// A member as announced.
-    public init(member: UInt16, peer: PeerID, dataSessionsSupported: Bool) {
-        self.member = member
-        self.peer = peer
-        self.dataSessionsSupported = dataSessionsSupported
-    }
-}
-
 /// One message between relays, on the room's NATS subject (`docs/wire-format.md`, "Relay
 /// cluster"). Every message a node sends about one room carries that room stream's epoch and
 /// sequence number, so receivers detect what NATS core (at most once) lost.
 public struct RelayClusterMessage: Hashable, Sendable {
     /// What the message says.
     public enum Body: Hashable, Sendable {
-        /// The sender's complete list of the room's members connected to it (an empty list: none
-        /// any more). `wantsReply`: every other relay with members in the room answers with its own.
-        case presence(members: [RelayClusterMember], wantsReply: Bool)
+        /// The sender's complete list of the room's members connected to it, by their member
+        /// numbers there (an empty list: none any more). `wantsReply`: every other relay with members in the room answers with its own.
+        case presence(members: [RoomMember], wantsReply: Bool)
         /// A routed frame from `origin` (its member number on the sending relay), as relayed
         /// (envelope restamped from `origin`). `targetNode` 0 and `targetMember` 0: every member on
         /// every relay; otherwise the one member `targetMember` of relay `targetNode`.
@@ -79,7 +63,8 @@ public struct RelayClusterMessage: Hashable, Sendable {
         }.joined()
     }
 
-    /// What every room subject starts with; a relay subscribes to `conduit.relay.room.*`.
+    /// What every room subject starts with (a relay subscribes to `conduit.relay.>`: every room
+    /// and the token uses).
     public static let subjectPrefix = "conduit.relay.room."
 
     /// The message's bytes.
@@ -131,12 +116,12 @@ public struct RelayClusterMessage: Hashable, Sendable {
             let flags = try reader.byte()
             guard flags & ~1 == 0 else { throw .reservedBitsSet }
             let count = Int(try reader.uint64(width: 2))
-            var members: [RelayClusterMember] = []
+            var members: [RoomMember] = []
             for _ in 0..<count {
                 let member = UInt16(try reader.uint64(width: 2))
                 let supported = try reader.byte()
                 guard supported <= 1 else { throw .reservedBitsSet }
-                members.append(RelayClusterMember(member: member, peer: try reader.identifier(PeerID.self), dataSessionsSupported: supported == 1))
+                members.append(RoomMember(member: member, peer: try reader.identifier(PeerID.self), dataSessionsSupported: supported == 1))
             }
             body = .presence(members: members, wantsReply: flags == 1)
         case dataKind:

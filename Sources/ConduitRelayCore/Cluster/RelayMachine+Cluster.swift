@@ -126,7 +126,7 @@ extension RelayMachine {
     mutating func publishPresence(_ roomID: RoomID, wantsReply: Bool) {
         guard cluster != nil, let room = rooms[roomID] else { return }
         let local = room.members.filter { $0.value.origin == nil }.sorted { $0.key < $1.key }.map {
-            RelayClusterMember(member: $0.key, peer: $0.value.peer, dataSessionsSupported: $0.value.dataSessionsSupported)
+            RoomMember(member: $0.key, peer: $0.value.peer, dataSessionsSupported: $0.value.dataSessionsSupported)
         }
         publishCluster(roomID, .presence(members: local, wantsReply: wantsReply))
     }
@@ -175,8 +175,8 @@ extension RelayMachine {
     /// Replaces what this relay knows of `node`'s members in the room with `announced`: the
     /// departed leave, the new join (each with a member number of this relay), and local members
     /// hear of both in the next peer-list update.
-    mutating func applyPresence(_ announced: [RelayClusterMember], of node: RelayNodeID, in roomID: RoomID, now: ConduitInstant) {
-        var wanted: [RemoteMemberKey: RelayClusterMember] = [:]
+    mutating func applyPresence(_ announced: [RoomMember], of node: RelayNodeID, in roomID: RoomID, now: ConduitInstant) {
+        var wanted: [RemoteMemberKey: RoomMember] = [:]
         for member in announced { wanted[RemoteMemberKey(node: node, member: member.member)] = member }
         let known = rooms[roomID]!.remote.filter { $0.key.node == node }
         for (key, number) in known.sorted(by: { $0.key < $1.key }) where wanted[key]?.peer != rooms[roomID]!.members[number]?.peer {

@@ -178,8 +178,8 @@ struct ClusterHarness {
     @Test func clusterMessagesRoundTripAndRefuseTruncation() throws {
         let messages = [
             RelayClusterMessage(node: RelayNodeID(42), room: "room/ä", epoch: 3, sequence: 9, body: .presence(members: [
-                RelayClusterMember(member: 1, peer: "alice", dataSessionsSupported: true),
-                RelayClusterMember(member: 700, peer: "bob", dataSessionsSupported: false),
+                RoomMember(member: 1, peer: "alice", dataSessionsSupported: true),
+                RoomMember(member: 700, peer: "bob", dataSessionsSupported: false),
             ], wantsReply: true)),
             RelayClusterMessage(node: RelayNodeID(.max), room: "r", epoch: 1, sequence: .max, body: .data(origin: 5, targetNode: 42, targetMember: 7, frame: [1, 2, 3])),
         ]

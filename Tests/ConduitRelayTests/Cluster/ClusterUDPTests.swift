@@ -11,6 +11,28 @@ import Testing
 @Suite("Relays clustered through NATS", .enabled(if: NATSServerProcess.isInstalled, "nats-server is not installed (Debian: nats-server); Scripts/test.sh installs it"),
        .timeLimit(.minutes(2)))
 struct ClusterUDPTests {
+    static let secret = try! RelaySecret(bytes: Array("cluster-room-secret-0123456789ab".utf8))
+
+    /// `count` relays on udp://127.0.0.1, each joined to the cluster at `nats`; their addresses.
+    static func relays(_ count: Int, cluster nats: NATSServerProcess, registry: TransportRegistry) async throws -> ([RelayServer], [TransportURL]) {
+        var relays: [RelayServer] = []
+        var addresses: [TransportURL] = []
+        for _ in 0..<count {
+            let relay = RelayServer(authority: RelayTokenAuthority(secret: secret), registry: registry)
+            addresses.append(try await relay.listen(on: "udp://127.0.0.1:0"))
+            try await relay.joinCluster(nats.url)
+            relays.append(relay)
+        }
+        return (relays, addresses)
+    }
+
+    static func join(_ runtime: ConduitRuntime, _ name: String, room: RoomID, at address: TransportURL) async throws -> (PeerID, Conference, EventLog) {
+        let peer = PeerID(stringLiteral: name)
+        let token = RelayToken(room: room, peer: peer, canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: secret)
+        let conference = try await runtime.join(relay: "udp://127.0.0.1:\(address.port!)", room: room, as: peer, token: token)
+        return (peer, conference, EventLog(conference))
+    }
+
     @Test("members on two relays see one peer list; every member's reliable messages reach the others exactly once, in order")
     func aRoomSpanningTwoRelays() async throws {
         let nats = try await NATSServerProcess.start()
@@ -18,22 +40,11 @@ struct ClusterUDPTests {
         configuration.rateLimit = .unlimited
         configuration.queueDelayOn = .seconds(3_600)
         let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
-        let secret = try RelaySecret(bytes: Array("cluster-room-secret-0123456789ab".utf8))
-        var relays: [RelayServer] = []
-        var addresses: [TransportURL] = []
-        for _ in 0..<2 {
-            let relay = RelayServer(authority: RelayTokenAuthority(secret: secret), registry: runtime.registry)
-            addresses.append(try await relay.listen(on: "udp://127.0.0.1:0"))
-            try await relay.joinCluster(nats.url)
-            relays.append(relay)
-        }
+        let (relays, addresses) = try await Self.relays(2, cluster: nats, registry: runtime.registry)
         // alice and bob on relay 0, carol and dave on relay 1.
         var members: [(PeerID, Conference, EventLog)] = []
         for (index, name) in ["alice", "bob", "carol", "dave"].enumerated() {
-            let peer = PeerID(stringLiteral: name)
-            let token = RelayToken(room: "spanning", peer: peer, canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: secret)
-            let conference = try await runtime.join(relay: "udp://127.0.0.1:\(addresses[index / 2].port!)", room: "spanning", as: peer, token: token)
-            members.append((peer, conference, EventLog(conference)))
+            members.append(try await Self.join(runtime, name, room: "spanning", at: addresses[index / 2]))
         }
         do {
             let everyone: Set<PeerID> = ["alice", "bob", "carol", "dave"]
@@ -57,27 +68,38 @@ struct ClusterUDPTests {
         await nats.stop()
     }
 
+    @Test("a token that joined at one relay is refused as a replay at the other")
+    func aTokenJoinsOnceInTheCluster() async throws {
+        let nats = try await NATSServerProcess.start()
+        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(UDPTransport()))
+        let (relays, addresses) = try await Self.relays(2, cluster: nats, registry: runtime.registry)
+        let token = RelayToken(room: "once", peer: "alice", canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: Self.secret)
+        let alice = try await runtime.join(relay: "udp://127.0.0.1:\(addresses[0].port!)", room: "once", as: "alice", token: token)
+        await alice.leave()
+        do {
+            _ = try await within("relay 1 hears of the token's use") {
+                while await relays[1].clusterTokenUsesReceived < 1 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            await #expect(throws: ConduitError.self) {
+                let replay = try await runtime.join(relay: "udp://127.0.0.1:\(addresses[1].port!)", room: "once", as: "alice", token: token)
+                await replay.leave()
+            }
+            #expect(await relays[1].statistics.refusals(.tokenReplayed) == 1)
+            #expect(await relays[1].clusterTokenUsesLost == 0)
+        } catch {
+            Issue.record(error)
+        }
+        for relay in relays { await relay.shutdown() }
+        await nats.stop()
+    }
+
     @Test("a member leaving one relay is reported left on the other")
     func aLeaveCrossesRelays() async throws {
         let nats = try await NATSServerProcess.start()
         let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(UDPTransport()))
-        let secret = try RelaySecret(bytes: Array("cluster-room-secret-0123456789ab".utf8))
-        var relays: [RelayServer] = []
-        var addresses: [TransportURL] = []
-        for _ in 0..<2 {
-            let relay = RelayServer(authority: RelayTokenAuthority(secret: secret), registry: runtime.registry)
-            addresses.append(try await relay.listen(on: "udp://127.0.0.1:0"))
-            try await relay.joinCluster(nats.url)
-            relays.append(relay)
-        }
-        func join(_ name: String, at relay: Int) async throws -> (Conference, EventLog) {
-            let peer = PeerID(stringLiteral: name)
-            let token = RelayToken(room: "leaving", peer: peer, canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: secret)
-            let conference = try await runtime.join(relay: "udp://127.0.0.1:\(addresses[relay].port!)", room: "leaving", as: peer, token: token)
-            return (conference, EventLog(conference))
-        }
-        let (alice, aliceLog) = try await join("alice", at: 0)
-        let (bob, bobLog) = try await join("bob", at: 1)
+        let (relays, addresses) = try await Self.relays(2, cluster: nats, registry: runtime.registry)
+        let (_, alice, aliceLog) = try await Self.join(runtime, "alice", room: "leaving", at: addresses[0])
+        let (_, bob, bobLog) = try await Self.join(runtime, "bob", room: "leaving", at: addresses[1])
         do {
             try await aliceLog.waitUntilKnown(["bob"], by: "alice")
             try await bobLog.waitUntilKnown(["alice"], by: "bob")
