@@ -297,6 +297,7 @@ extension RelayMachine {
             if case .awaitingJoin = connection.phase { consider(connection.openedAt + configuration.joinTimeout) }
         }
         if let due = backpressureDeadline() { consider(due) }
+        if let due = clusterDeadline() { consider(due) }
         return deadline
     }
 
@@ -315,6 +316,7 @@ extension RelayMachine {
             disconnect(id, .vanished, "nothing heard for \(configuration.vanishTimeout)", now: now)
         }
         handleInvitationTimeouts(now: now)
+        handleClusterTimeouts(now: now)
         flushPeerLists(now: now)
     }
 }

@@ -88,6 +88,7 @@ extension RelayMachine {
         var clusterEpoch: UInt32 = 0
         var clusterSequence: UInt64 = 0
         var clusterInbound: [RelayNodeID: ClusterStreamPosition] = [:]
+        var remoteLastHeard: [RelayNodeID: ConduitInstant] = [:]
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

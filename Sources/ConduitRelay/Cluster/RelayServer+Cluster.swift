@@ -13,7 +13,10 @@ extension RelayServer {
     ///
     /// Not across relays yet: subgroups, data tracks, labeled channels, extensions and invitations
     /// stay on one relay.
-    public func joinCluster(_ url: String) async throws(ConduitError) {
+    ///
+    /// `liveness`: how often this relay announces its members again, and after how long a silent
+    /// relay's members are reported left here (a relay that died without a word).
+    public func joinCluster(_ url: String, liveness: RelayClusterLiveness = .init()) async throws(ConduitError) {
         guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
         guard cluster == nil else { throw ConduitError(.invalidConfiguration, "the relay already joined a cluster") }
         let node = RelayNodeID.random()
@@ -23,7 +26,7 @@ extension RelayServer {
             throw ConduitError(.connectionClosed, "the relay shut down (or joined a cluster) meanwhile")
         }
         cluster = bridge
-        machine.joinCluster(as: node)
+        machine.joinCluster(as: node, liveness: liveness, now: now())
         runActions()
         let messages = bridge.messages
         tasks.append(Task { [weak self] in

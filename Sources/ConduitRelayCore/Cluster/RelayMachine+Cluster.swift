@@ -31,6 +31,9 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     public var peerConflicts = 0
     /// Announced members left out because the room is full here.
     public var overLimit = 0
+    /// Times another relay fell silent in a room for `RelayClusterLiveness.silenceTimeout`: its
+    /// members there were reported left.
+    public var relaysTimedOut = 0
     /// All counters at zero.
     public init() {}
 }
@@ -58,18 +61,24 @@ extension RelayMachine {
     /// The machine's side of a cluster: its node name, what it has to publish.
     struct ClusterState: Sendable {
         let node: RelayNodeID
+        let liveness: RelayClusterLiveness
         var outbox = Deque<RelayClusterMessage>()
         var nextEpoch: UInt32 = 1
+        /// When every hosted room's presence is published again (RelayMachine+ClusterLiveness.swift).
+        var nextHeartbeat: ConduitInstant
     }
 
     // MARK: Driver interface
 
     /// Makes this relay one node of a cluster: from now on members of its rooms are announced to
     /// the other relays and routed frames for their members are handed out as messages
-    /// (``pollClusterMessage()``); ``handleCluster(_:now:)`` takes theirs. Once only.
-    public mutating func joinCluster(as node: RelayNodeID) {
+    /// (``pollClusterMessage()``); ``handleCluster(_:now:)`` takes theirs. `liveness` says how
+    /// often this relay announces its members again and when another relay that fell silent is
+    /// taken for dead (its members reported left). Once only.
+    public mutating func joinCluster(as node: RelayNodeID, liveness: RelayClusterLiveness = .init(), now: ConduitInstant) {
         guard cluster == nil else { return }
-        cluster = ClusterState(node: node)
+        latestNow = max(latestNow, now)
+        cluster = ClusterState(node: node, liveness: liveness, nextHeartbeat: now + liveness.heartbeatInterval)
         for roomID in rooms.keys.sorted() { publishPresence(roomID, wantsReply: true) }
     }
 
@@ -97,6 +106,7 @@ extension RelayMachine {
         latestNow = max(latestNow, now)
         statistics.cluster.messagesReceived += 1
         guard takeSequence(of: message) else { return }
+        rooms[message.room]!.remoteLastHeard[message.node] = now
         switch message.body {
         case .presence(let members, let wantsReply):
             applyPresence(members, of: message.node, in: message.room, now: now)

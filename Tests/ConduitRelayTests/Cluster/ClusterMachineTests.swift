@@ -12,9 +12,11 @@ struct ClusterHarness {
     /// Messages published so far, in order, and which of them were lost on the way.
     var published = 0
     var lose: Set<Int> = []
+    /// Relays whose messages no longer arrive anywhere (dead without a word).
+    var deadRelays: Set<Int> = []
 
     init() {
-        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index]) }
+        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], now: relays[index].now) }
     }
 
     /// Carries every published message to the other relay (unless lost), and pumps, until quiet.
@@ -26,7 +28,7 @@ struct ClusterHarness {
                 while let message = relays[from].relay.pollClusterMessage() {
                     moved = true
                     published += 1
-                    guard !lose.contains(published) else { continue }
+                    guard !lose.contains(published), !deadRelays.contains(from) else { continue }
                     let bytes = message.encoded
                     for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
                 }
@@ -155,6 +157,22 @@ struct ClusterHarness {
         h.advance(by: .seconds(1))
         #expect(h.peers("alice", at: 0) == ["bob", "carol"])
         #expect(h.relays[0].relay.statistics.cluster.gaps == 1)
+    }
+
+    @Test func aRelayThatFallsSilentHasItsMembersReportedLeftWithinTheTimeout() {
+        var h = spanning()
+        // Quiet for 10 s, heartbeats flowing: nobody is taken for dead.
+        h.advance(by: .seconds(10))
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+        #expect(h.relays[0].relay.statistics.cluster.relaysTimedOut == 0)
+        // Relay 1 dies without a word: from now on nothing it publishes arrives.
+        h.deadRelays = [1]
+        h.advance(by: .seconds(4))
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+        h.advance(by: .milliseconds(1_500))
+        #expect(h.peers("alice", at: 0) == [])
+        #expect(h.relays[0].relay.statistics.cluster.relaysTimedOut == 1)
+        #expect(h.relays[0].take("alice").contains { if case .peersChanged(_, let left, _) = $0 { left.count == 2 } else { false } })
     }
 
     @Test func garbageAndEchoesFromTheClusterAreDroppedAndCounted() {
