@@ -57,6 +57,7 @@ let package = Package(
         .trait(name: "SCTP", description: "sctp+udp:// (ConduitSCTP) through the system's usrsctp (Debian: libusrsctp-dev)"),
         .trait(name: "SRTP", description: "SRTP protection for udp:// (ConduitSRTP) through the system's libsrtp2 (Debian: libsrtp2-dev)"),
         .trait(name: "KernelSCTP", description: "sctp:// (ConduitKernelSCTP) through the kernel's SCTP and lksctp-tools (Debian: libsctp-dev)"),
+        .trait(name: "NATS", description: "relays clustered through NATS (`conduit relay --cluster`) through the official C client libnats (Debian: libnats-dev; tests also start nats-server)"),
         .trait(name: "Zlib", description: "zlib compression of labeled channels (the system zlib, which Swift on Linux already needs)"),
         .default(enabledTraits: ["Zlib"]),
     ],
@@ -199,6 +200,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // --- Relays clustered through NATS (issue 16 item 3) ---
+        // libnats, the official NATS C client (the system's, found with pkg-config), and a small
+        // Swift wrapper over it: connect, publish, subscribe (behind the NATS trait).
+        .systemLibrary(name: "CNats", pkgConfig: "libnats"),
+        .target(
+            name: "ConduitNATS",
+            dependencies: [.target(name: "CNats", condition: .when(traits: ["NATS"])), "ConduitCore"],
+            swiftSettings: strictSettings
+        ),
+        // --- end of the NATS block ---
         // The relay for group rooms: tokens (HMAC-SHA256), the server that hosts the core's
         // RelayMachine over any transports, in process or as `conduit relay`.
         .target(
@@ -207,6 +218,7 @@ let package = Package(
                 "ConduitCore", "ConduitRooms", "ConduitRelayCore", "ConduitDriver",
                 "ConduitReliableTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .target(name: "ConduitNATS", condition: .when(traits: ["NATS"])),  // --cluster (issue 16)
             ],
             swiftSettings: strictSettings
         ),
@@ -374,6 +386,8 @@ let package = Package(
             name: "ConduitRelayTests",
             dependencies: ["ConduitLogCapture", "ConduitTesting", "ConduitDriver",
                 "ConduitRelay", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitUDP", "ConduitLoopback", "ConduitTooling",
+                // Relays clustered through NATS (issue 16): a nats-server of the test's own, the client.
+                "ConduitNetworkTestSupport", .target(name: "ConduitNATS", condition: .when(traits: ["NATS"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],

@@ -17,6 +17,8 @@ packages=(
     libsrtp2-dev                                # SRTP trait
     libsctp-dev                                 # KernelSCTP trait
     zlib1g-dev                                  # Zlib trait (Swift on Linux already needs it)
+    libnats-dev                                 # NATS trait: relays clustered through NATS (libnats, the C client)
+    nats-server                                 # the NATS server the cluster tests start on 127.0.0.1
     golang-go golang-github-pion-sctp-dev golang-github-pion-datachannel-dev
     golang-github-pion-srtp.v2-dev              # pion peers for the interoperability tests
 )

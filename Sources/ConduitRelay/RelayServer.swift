@@ -29,10 +29,10 @@ import Darwin
 public actor RelayServer {
     /// Room caps, peer-list coalescing, per-receiver queue limits and invitation limits.
     public nonisolated let configuration: RelayConfiguration
-    private var machine: RelayMachine
-    private var authority: RelayTokenAuthority
+    var machine: RelayMachine
+    var authority: RelayTokenAuthority
     private let registry: TransportRegistry
-    private let wallClock: @Sendable () -> UInt64
+    let wallClock: @Sendable () -> UInt64
     private let clock: any ConduitClock
     private var timer = DeadlineTimer()
     private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -40,11 +40,17 @@ public actor RelayServer {
     private var listeners: [any TransportListener] = []
     private var links: [RelayConnectionID: LinkState] = [:]
     private var nextConnection: UInt64 = 1
-    private var tasks: [Task<Void, Never>] = []
-    private var isShutDown = false
+    var tasks: [Task<Void, Never>] = []
+    var isShutDown = false
     /// Links ended since the heap was last trimmed, and when that was (see `trimHeapAfterChurn`).
     private var linksEndedSinceTrim = 0
     private var lastTrim = ConduitInstant.zero
+    /// The NATS link to the other relays, once ``joinCluster(_:)`` ran (RelayServer+Cluster.swift).
+    var cluster: RelayClusterBridge?
+    /// Messages for the cluster the NATS client refused (the other relays count them as lost too).
+    public internal(set) var clusterPublishFailures = 0
+    /// Token uses announced to and heard from the cluster (RelayClusterTokens.swift).
+    var clusterTokens = RelayClusterTokenLedger()
 
     private struct LinkState {
         let link: any TransportLink
@@ -82,7 +88,7 @@ public actor RelayServer {
     /// The system's wall clock in Unix seconds: the default `wallClock`, against which tokens expire.
     public static let unixTime: @Sendable () -> UInt64 = { UInt64(max(0, time(nil))) }
 
-    private func now() -> ConduitInstant { clock.now() }
+    func now() -> ConduitInstant { clock.now() }
 
     /// Starts listening on `url` (any registered transport) and returns the bound address.
     @discardableResult
@@ -127,6 +133,7 @@ public actor RelayServer {
         links.removeAll()
         for task in tasks { task.cancel() }
         tasks.removeAll()
+        await leaveCluster()
     }
 
     /// Returns once every link closed, or after `limit`.
@@ -289,13 +296,18 @@ public actor RelayServer {
 
     // MARK: The machine's actions
 
-    private func runActions() {
-        defer { rearmTimer() }
+    func runActions() {
+        defer {
+            publishClusterMessages()
+            rearmTimer()
+        }
         while let action = machine.pollAction() {
             switch action {
             case .authorize(let id, let request):
-                switch authority.authorize(request, unixTime: wallClock()) {
-                case .success(let grant): machine.admit(id, grant: grant, now: now())
+                switch authority.authorizeToken(request, unixTime: wallClock()) {
+                case .success(let token):
+                    announceTokenUse(token)
+                    machine.admit(id, grant: token.grant, now: now())
                 case .failure(let refusal): machine.refuse(id, refusal, now: now())
                 }
             case .transmit(let id):

@@ -184,6 +184,11 @@ public struct RelayTokenAuthority: Sendable {
 
     /// The grant for a join, or why it is refused. `unixTime` is the wall clock in seconds.
     public mutating func authorize(_ request: RelayJoinRequest, unixTime: UInt64) -> Result<RelayGrant, RelayRefusal> {
+        authorizeToken(request, unixTime: unixTime).map(\.grant)
+    }
+
+    /// As ``authorize(_:unixTime:)``, returning the token itself (a clustered relay announces its ID).
+    mutating func authorizeToken(_ request: RelayJoinRequest, unixTime: UInt64) -> Result<RelayToken, RelayRefusal> {
         let token: RelayToken
         switch RelayToken.verify(String(decoding: request.token, as: UTF8.self), secret: secret) {
         case .success(let verified): token = verified
@@ -193,11 +198,23 @@ public struct RelayTokenAuthority: Sendable {
         guard token.room == request.room else { return .failure(.wrongRoom) }
         guard token.peer == request.peer else { return .failure(.wrongPeer) }
         guard used[token.id] == nil else { return .failure(.tokenReplayed) }
+        guard remember(token.id, expiresAt: token.expiresAt, unixTime: unixTime) else { return .failure(.overLimit) }
+        return .success(token)
+    }
+
+    /// A token another relay of the cluster admitted: refused here too from now on (until it
+    /// expires). False if it could not be remembered (the table is full of unexpired IDs).
+    mutating func noteUsedElsewhere(id: [UInt8], expiresAt: UInt64, unixTime: UInt64) -> Bool {
+        guard unixTime < expiresAt, used[id] == nil else { return true }
+        return remember(id, expiresAt: expiresAt, unixTime: unixTime)
+    }
+
+    private mutating func remember(_ id: [UInt8], expiresAt: UInt64, unixTime: UInt64) -> Bool {
         if used.count >= maxRemembered {
             used = used.filter { $0.value > unixTime }
-            guard used.count < maxRemembered else { return .failure(.overLimit) }
+            guard used.count < maxRemembered else { return false }
         }
-        used[token.id] = token.expiresAt
-        return .success(token.grant)
+        used[id] = expiresAt
+        return true
     }
 }

@@ -204,6 +204,8 @@ public struct RelayStatistics: Sendable, Hashable {
     public var expiredInRelay = 0
     /// Data tracks published.
     public var tracksPublished = 0
+    /// Traffic with the other relays of a cluster (issue 16).
+    public var cluster = RelayClusterStatistics()
     /// All counters at zero.
     public init() {}
 

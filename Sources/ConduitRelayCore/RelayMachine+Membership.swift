@@ -40,7 +40,8 @@ extension RelayMachine {
                 // Invitations are the relay's own business: handled here, never forwarded.
                 return handleInvitationRequest(id, from: rooms[roomID]!.members[member]!.peer, body: body, now: now)
             }
-            guard rooms[roomID]!.members[to] != nil, to != member else {
+            // (Extensions do not cross relays yet: a member of another relay is not a destination.)
+            guard rooms[roomID]!.members[to]?.origin == nil, rooms[roomID]!.members[to] != nil, to != member else {
                 refuseFrame(.unknownDestination)
                 return
             }
@@ -95,6 +96,8 @@ extension RelayMachine {
         sendSnapshot(to: member, in: request.room)
         announceTracks(to: member, in: request.room)
         noteChange(in: request.room, joined: member, now: now)
+        // The first member here asks the cluster's other relays for theirs.
+        publishPresence(request.room, wantsReply: rooms[request.room]!.members.count == rooms[request.room]!.remote.count + 1)
     }
 
     /// The driver refused the join (or the machine did): the client is told why and let go.
@@ -123,8 +126,11 @@ extension RelayMachine {
             rooms[roomID]!.subgroups[subgroupID]?.subscribers.remove(member)
         }
         rooms[roomID]!.members[member] = nil
-        invitationMemberLeft(state.peer, state.connection, now: now)
-        if rooms[roomID]!.members.isEmpty {
+        if let origin = state.origin { rooms[roomID]!.remote[origin] = nil } else { invitationMemberLeft(state.peer, state.connection, now: now) }
+        // A member here leaving is announced to the cluster (with the empty list for the last one).
+        if state.origin == nil { publishPresence(roomID, wantsReply: false) }
+        // Only other relays' members left: the room is no longer hosted here.
+        if rooms[roomID]!.members.count == rooms[roomID]!.remote.count {
             rooms[roomID] = nil
             return
         }
@@ -291,6 +297,7 @@ extension RelayMachine {
             if case .awaitingJoin = connection.phase { consider(connection.openedAt + configuration.joinTimeout) }
         }
         if let due = backpressureDeadline() { consider(due) }
+        if let due = clusterDeadline() { consider(due) }
         return deadline
     }
 
@@ -309,6 +316,7 @@ extension RelayMachine {
             disconnect(id, .vanished, "nothing heard for \(configuration.vanishTimeout)", now: now)
         }
         handleInvitationTimeouts(now: now)
+        handleClusterTimeouts(now: now)
         flushPeerLists(now: now)
     }
 }

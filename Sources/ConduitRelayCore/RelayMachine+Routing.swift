@@ -90,6 +90,7 @@ extension RelayMachine {
                 deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
             }
         }
+        forwardToCluster(frame, from: member, to: to, subgroupID: subgroupID, in: roomID)
         isolate(slow, now: now)
     }
 
@@ -124,7 +125,8 @@ extension RelayMachine {
     /// disconnected after this fan-out, so the loop over the room stays undisturbed). `tag` is the
     /// frame's link channel (a session's is its stream key) and delivery.
     mutating func deliver(_ frame: [UInt8], tag: FrameTag, to receiver: Member, slow: inout [RelayConnectionID], now: ConduitInstant) {
-        guard receiver.grant.canSubscribe else { return }
+        // A member of another relay gets the frame through the cluster (`forwardToCluster`).
+        guard receiver.grant.canSubscribe, receiver.origin == nil else { return }
         if !receiver.unsupported.isEmpty, receiver.unsupported.contains(tag.channel) {
             statistics.droppedUnsupported += 1
             return

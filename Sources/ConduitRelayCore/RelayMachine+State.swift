@@ -44,6 +44,8 @@ extension RelayMachine {
         /// Sessions this member sent on (`subgroupID << 16 | streamID`), so that leaving a
         /// subgroup can close them for the remaining members.
         var sessions: [UInt32: SessionType] = [:]
+        /// A member connected to another relay of the cluster (nil: connected here).
+        var origin: RemoteMemberKey? = nil
     }
 
     struct Subgroup: Sendable {
@@ -80,6 +82,13 @@ extension RelayMachine {
         var pendingJoined: [UInt16] = []
         var pendingLeft: [UInt16] = []
         var flushDue: ConduitInstant?
+        /// Cluster (RelayMachine+Cluster.swift): other relays' members here by their key, this
+        /// relay's stream for the room (epoch, last sequence), where other relays' streams stand.
+        var remote: [RemoteMemberKey: UInt16] = [:]
+        var clusterEpoch: UInt32 = 0
+        var clusterSequence: UInt64 = 0
+        var clusterInbound: [RelayNodeID: ClusterStreamPosition] = [:]
+        var remoteLastHeard: [RelayNodeID: ConduitInstant] = [:]
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

@@ -36,6 +36,8 @@ public struct RelayMachine: Sendable {
     var latestNow = ConduitInstant.zero
     /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
     public internal(set) var invitations: RelayInvitations
+    /// The relay's side of a cluster (issue 16), once it joined one: see RelayMachine+Cluster.swift.
+    var cluster: ClusterState?
 
     /// Makes a relay with no connections and no rooms.
     /// - Parameters:

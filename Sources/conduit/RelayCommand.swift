@@ -33,6 +33,12 @@ struct RelayCommand: AsyncParsableCommand {
     var maxMembers: Int = 256
 
     @Option(
+        name: .customLong("cluster"),
+        help: "NATS server (nats://HOST:PORT) through which this relay shares its rooms with the other relays given the same one (needs the NATS package trait)."
+    )
+    var cluster: String?
+
+    @Option(
         name: .customLong("log-level"),
         help: "Log level on standard error (trace, debug, info, notice, warning, error, critical); at debug the transports' link lifecycle too."
     )
@@ -55,6 +61,11 @@ struct RelayCommand: AsyncParsableCommand {
             let bound = try await server.listen(on: url)
             ReportOutput.printNow("relay listening on \(bound)")
             logger.info("listening", metadata: ["url": "\(bound)"])
+        }
+        if let cluster {
+            try await server.joinCluster(cluster)
+            ReportOutput.printNow("relay joined the cluster at \(cluster)")
+            logger.info("joined cluster", metadata: ["url": "\(cluster)"])
         }
         let service = RelayService(server: server, logger: logger, interval: .milliseconds(Int64(statsInterval * 1_000)))
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -111,6 +122,12 @@ struct RelayService: Service {
             "joinDeadlinesMissed": "\(statistics.joinDeadlinesMissed)", "pendingEvicted": "\(statistics.pendingEvicted)",
             "joinsRateLimited": "\(statistics.joinsRateLimited)",
         ]
+        if statistics.cluster != RelayClusterStatistics() {
+            let cluster = statistics.cluster
+            metadata["cluster.published"] = "\(cluster.messagesPublished)"
+            metadata["cluster.received"] = "\(cluster.messagesReceived)"
+            metadata["cluster.lost"] = "\(cluster.messagesLost)"
+        }
         for (kind, count) in statistics.refusals where count > 0 { metadata["refused.\(kind)"] = "\(count)" }
         return metadata
     }

@@ -1,0 +1,84 @@
+import ConduitCore
+import ConduitRelayCore
+#if NATS
+import ConduitNATS
+#endif
+
+/// A message from the cluster: its subject says what it is.
+struct RelayClusterInbound: Sendable {
+    let subject: String
+    let payload: [UInt8]
+}
+
+/// The relay's link to its cluster: a NATS connection (the official C client, behind the NATS
+/// trait) on which the relay publishes its `RelayClusterMessage`s, one subject per room, and
+/// receives every other relay's. No protocol of its own beyond those subjects and messages
+/// (`docs/wire-format.md`, "Relay cluster"); discovery is NATS's: a relay hears the others by
+/// subscribing to every room subject.
+struct RelayClusterBridge: Sendable {
+    #if NATS
+    private let client: NATSClient
+    private let subscription: NATSSubscription
+
+    /// Connects to the NATS server at `url` (`nats://HOST:PORT`) and subscribes to every room's
+    /// subject; returns once the server registered the subscription.
+    static func connect(to url: String, node: RelayNodeID) async throws(ConduitError) -> RelayClusterBridge {
+        do {
+            let client = try await NATSClient.connect(to: url, name: "conduit-relay-\(node)")
+            do {
+                // Every room subject and the token subject, on one subscription (one delivery
+                // thread: messages arrive in the order the server sent them).
+                let subscription = try client.subscribe(to: "conduit.relay.>")
+                try await client.flush()
+                return RelayClusterBridge(client: client, subscription: subscription)
+            } catch {
+                await client.close()
+                throw error
+            }
+        } catch {
+            throw ConduitError(.connectionFailed, "cannot join the cluster at \(url): \(error)")
+        }
+    }
+
+    /// Publishes `payload` on `subject`; false if the client refused it (closed).
+    func publish(_ payload: [UInt8], on subject: String) -> Bool {
+        do {
+            try client.publish(payload, on: subject)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// The other relays' messages (and this relay's own, which are ignored), in order.
+    var messages: AsyncStream<RelayClusterInbound> {
+        let source = subscription.messages
+        return AsyncStream { continuation in
+            let pump = Task {
+                for await message in source { continuation.yield(RelayClusterInbound(subject: message.subject, payload: message.payload)) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in pump.cancel() }
+        }
+    }
+
+    /// Messages dropped on arrival because the relay did not read them fast enough (the machine
+    /// also finds them as gaps).
+    var dropped: Int { subscription.dropped }
+
+    /// Lets what was published reach the server (bounded), then closes the connection.
+    func close() async {
+        try? await client.flush(timeout: .seconds(1))
+        await client.close()
+    }
+    #else
+    static func connect(to url: String, node: RelayNodeID) async throws(ConduitError) -> RelayClusterBridge {
+        throw ConduitError(.unsupportedByTransport, "this build has no cluster support: build with the NATS package trait (libnats-dev)")
+    }
+
+    func publish(_ payload: [UInt8], on subject: String) -> Bool { false }
+    var messages: AsyncStream<RelayClusterInbound> { AsyncStream { $0.finish() } }
+    var dropped: Int { 0 }
+    func close() async {}
+    #endif
+}

@@ -1,0 +1,69 @@
+public import ConduitCore
+public import ConduitRelayCore
+
+extension RelayServer {
+    /// Joins the cluster whose NATS server is at `url` (`nats://HOST:PORT`): rooms span every
+    /// relay of it. Members joined at another relay appear in this relay's peer lists (with member
+    /// numbers of this relay), and frames routed to the whole main room or to one member cross
+    /// relays in order, each relay's room stream numbered so that a message NATS lost is counted
+    /// (``RelayStatistics/cluster``). Needs the NATS package trait. Once per relay.
+    ///
+    /// A token admitted at one relay is refused at every other once they heard of it (a replay
+    /// within NATS's delivery time of the first use can still pass at another relay).
+    ///
+    /// Not across relays yet: subgroups, data tracks, labeled channels, extensions and invitations
+    /// stay on one relay.
+    ///
+    /// `liveness`: how often this relay announces its members again, and after how long a silent
+    /// relay's members are reported left here (a relay that died without a word).
+    public func joinCluster(_ url: String, liveness: RelayClusterLiveness = .init()) async throws(ConduitError) {
+        guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
+        guard cluster == nil else { throw ConduitError(.invalidConfiguration, "the relay already joined a cluster") }
+        let node = RelayNodeID.random()
+        let bridge = try await RelayClusterBridge.connect(to: url, node: node)
+        guard !isShutDown, cluster == nil else {
+            await bridge.close()
+            throw ConduitError(.connectionClosed, "the relay shut down (or joined a cluster) meanwhile")
+        }
+        cluster = bridge
+        machine.joinCluster(as: node, liveness: liveness, now: now())
+        runActions()
+        let messages = bridge.messages
+        tasks.append(Task { [weak self] in
+            for await message in messages {
+                guard let self else { return }
+                await self.ingestCluster(message)
+            }
+        })
+    }
+
+    /// This relay's name in its cluster, once it joined one.
+    public var clusterNode: RelayNodeID? { machine.clusterNode }
+
+    /// Messages the NATS client dropped on arrival for want of reading (also counted as lost by
+    /// the machine, through the gaps they leave).
+    public var clusterMessagesDroppedOnArrival: Int { cluster?.dropped ?? 0 }
+
+    private func ingestCluster(_ message: RelayClusterInbound) {
+        guard !isShutDown else { return }
+        if message.subject == RelayClusterTokenUse.subject { return ingestTokenUse(message.payload) }
+        machine.handleCluster(message.payload, now: now())
+        runActions()
+    }
+
+    /// Publishes what the machine has for the cluster, in order.
+    func publishClusterMessages() {
+        guard let cluster else { return }
+        while let message = machine.pollClusterMessage() {
+            if !cluster.publish(message.encoded, on: RelayClusterMessage.subject(for: message.room)) { clusterPublishFailures += 1 }
+        }
+    }
+
+    /// Closes the NATS link (after the members' departures were published).
+    func leaveCluster() async {
+        guard let bridge = cluster else { return }
+        publishClusterMessages()
+        cluster = nil
+        await bridge.close()
+    }
+}

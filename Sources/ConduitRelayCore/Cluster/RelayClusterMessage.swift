@@ -1,0 +1,179 @@
+public import ConduitCore
+public import ConduitRooms
+
+/// A relay of a cluster, named by a random number it draws when it starts (a restarted relay is
+/// a new node: its sequence numbers start again under a new name).
+public struct RelayNodeID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The number (never 0: 0 means "every relay" in a data message's target).
+    public let rawValue: UInt64
+    /// Wraps a node number.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    /// A fresh random node number.
+    public static func random() -> RelayNodeID { RelayNodeID(.random(in: 1 ... .max)) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { String(rawValue, radix: 16) }
+}
+
+/// One message between relays, on the room's NATS subject (`docs/wire-format.md`, "Relay
+/// cluster"). Every message a node sends about one room carries that room stream's epoch and
+/// sequence number, so receivers detect what NATS core (at most once) lost.
+public struct RelayClusterMessage: Hashable, Sendable {
+    /// What the message says.
+    public enum Body: Hashable, Sendable {
+        /// The sender's complete list of the room's members connected to it, by their member
+        /// numbers there (an empty list: none any more). `wantsReply`: every other relay with members in the room answers with its own.
+        case presence(members: [RoomMember], wantsReply: Bool)
+        /// A routed frame from `origin` (its member number on the sending relay), as relayed
+        /// (envelope restamped from `origin`). `targetNode` 0 and `targetMember` 0: every member on
+        /// every relay; otherwise the one member `targetMember` of relay `targetNode`.
+        case data(origin: UInt16, targetNode: UInt64, targetMember: UInt16, frame: [UInt8])
+    }
+
+    /// The sending relay.
+    public var node: RelayNodeID
+    /// The room.
+    public var room: RoomID
+    /// The sender's stream for this room: a new epoch each time the room starts on that relay.
+    public var epoch: UInt32
+    /// 1, 2, 3… within the epoch, over every message of the stream.
+    public var sequence: UInt64
+    /// What it says.
+    public var body: Body
+
+    /// A message.
+    public init(node: RelayNodeID, room: RoomID, epoch: UInt32, sequence: UInt64, body: Body) {
+        self.node = node
+        self.room = room
+        self.epoch = epoch
+        self.sequence = sequence
+        self.body = body
+    }
+
+    /// The version byte every message starts with.
+    public static let version: UInt8 = 1
+    static let presenceKind: UInt8 = 1
+    static let dataKind: UInt8 = 2
+
+    /// The NATS subject of a room's messages: `conduit.relay.room.` and the room ID's UTF-8 in hex
+    /// (room IDs may hold any character; subjects may not).
+    public static func subject(for room: RoomID) -> String {
+        subjectPrefix + room.rawValue.utf8.map { byte in
+            let digits = Array("0123456789abcdef".utf8)
+            return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
+        }.joined()
+    }
+
+    /// What every room subject starts with (a relay subscribes to `conduit.relay.>`: every room
+    /// and the token uses).
+    public static let subjectPrefix = "conduit.relay.room."
+
+    /// The message's bytes.
+    public var encoded: [UInt8] {
+        var bytes: [UInt8] = [Self.version]
+        let roomBytes = Array(room.rawValue.utf8)
+        switch body {
+        case .presence: bytes.append(Self.presenceKind)
+        case .data: bytes.append(Self.dataKind)
+        }
+        bytes.appendBigEndian(node.rawValue)
+        bytes.appendBigEndian(epoch)
+        bytes.appendBigEndian(sequence)
+        bytes.append(UInt8(roomBytes.count))
+        bytes += roomBytes
+        switch body {
+        case .presence(let members, let wantsReply):
+            bytes.append(wantsReply ? 1 : 0)
+            bytes.appendBigEndian(UInt16(members.count))
+            for member in members {
+                let peer = Array(member.peer.rawValue.utf8)
+                bytes.appendBigEndian(member.member)
+                bytes.append(member.dataSessionsSupported ? 1 : 0)
+                bytes.append(UInt8(peer.count))
+                bytes += peer
+            }
+        case .data(let origin, let targetNode, let targetMember, let frame):
+            bytes.appendBigEndian(origin)
+            bytes.appendBigEndian(targetNode)
+            bytes.appendBigEndian(targetMember)
+            bytes += frame
+        }
+        return bytes
+    }
+
+    /// Reads a message; anything malformed is a typed error, never a trap.
+    public static func parse(_ bytes: [UInt8]) throws(WireError) -> RelayClusterMessage {
+        var reader = ClusterReader(bytes: bytes)
+        let version = try reader.byte()
+        guard version == Self.version else { throw .unsupportedVersion(version) }
+        let kind = try reader.byte()
+        let node = RelayNodeID(try reader.uint64())
+        let epoch = UInt32(truncatingIfNeeded: try reader.uint64(width: 4))
+        let sequence = try reader.uint64()
+        let room = try reader.identifier(RoomID.self)
+        let body: Body
+        switch kind {
+        case presenceKind:
+            let flags = try reader.byte()
+            guard flags & ~1 == 0 else { throw .reservedBitsSet }
+            let count = Int(try reader.uint64(width: 2))
+            var members: [RoomMember] = []
+            for _ in 0..<count {
+                let member = UInt16(try reader.uint64(width: 2))
+                let supported = try reader.byte()
+                guard supported <= 1 else { throw .reservedBitsSet }
+                members.append(RoomMember(member: member, peer: try reader.identifier(PeerID.self), dataSessionsSupported: supported == 1))
+            }
+            body = .presence(members: members, wantsReply: flags == 1)
+        case dataKind:
+            let origin = UInt16(try reader.uint64(width: 2))
+            let targetNode = try reader.uint64()
+            let targetMember = UInt16(try reader.uint64(width: 2))
+            body = .data(origin: origin, targetNode: targetNode, targetMember: targetMember, frame: reader.rest())
+        default:
+            throw .unknownFrameKind(kind)
+        }
+        guard reader.isAtEnd else { throw .malformedControlBody("\(reader.remaining) bytes after a presence message") }
+        return RelayClusterMessage(node: node, room: room, epoch: epoch, sequence: sequence, body: body)
+    }
+}
+
+private struct ClusterReader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    var isAtEnd: Bool { offset == bytes.count }
+    var remaining: Int { bytes.count - offset }
+
+    mutating func byte() throws(WireError) -> UInt8 {
+        guard offset < bytes.count else { throw .truncated(needed: offset + 1, got: bytes.count) }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func uint64(width: Int = 8) throws(WireError) -> UInt64 {
+        guard remaining >= width else { throw .truncated(needed: offset + width, got: bytes.count) }
+        var value: UInt64 = 0
+        for _ in 0..<width { value = value << 8 | UInt64(bytes[offset]); offset += 1 }
+        return value
+    }
+
+    /// A length-prefixed (one byte) identifier, validated as its type requires.
+    mutating func identifier<Identifier: ValidatedIdentifier>(_ type: Identifier.Type) throws(WireError) -> Identifier {
+        let count = Int(try byte())
+        guard remaining >= count else { throw .truncated(needed: offset + count, got: bytes.count) }
+        let text = String(decoding: bytes[offset..<offset + count], as: UTF8.self)
+        offset += count
+        do { return try Identifier(text) } catch { throw .malformedControlBody("invalid \(Identifier.kind): \(error)") }
+    }
+
+    mutating func rest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(bytes[offset...])
+    }
+}
+
+extension [UInt8] {
+    fileprivate mutating func appendBigEndian<Value: FixedWidthInteger>(_ value: Value) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+}

@@ -1,0 +1,265 @@
+import DequeModule
+public import ConduitCore
+import ConduitRooms
+
+/// Counters of the relay's traffic with the rest of its cluster. Nothing NATS loses goes
+/// unnoticed: every lost message shows here (`messagesLost`), found by its sequence number.
+public struct RelayClusterStatistics: Sendable, Hashable {
+    /// Messages handed to the driver to publish, and routed frames among them.
+    public var messagesPublished = 0
+    /// Routed frames published for members on other relays.
+    public var framesForwarded = 0
+    /// Messages from other relays about rooms hosted here.
+    public var messagesReceived = 0
+    /// Routed frames from other relays handed to members here (each counted once, however many
+    /// members got it).
+    public var framesReceived = 0
+    /// Gaps found in other relays' room streams, and the messages missing in them: lost between
+    /// relays (NATS core delivers at most once). A lost presence is repaired (every relay is asked
+    /// to announce again); lost frames are reported here, not repaired.
+    public var gaps = 0
+    /// Messages missing in those gaps.
+    public var messagesLost = 0
+    /// Messages older than one already taken from the same stream (dropped).
+    public var staleDropped = 0
+    /// Messages that did not parse (dropped).
+    public var malformed = 0
+    /// Frames from a member the relay has not heard announced (dropped).
+    public var unknownSender = 0
+    /// Announced members whose peer ID is already in the room here (two relays admitted the same
+    /// peer at once): the remote one is left out.
+    public var peerConflicts = 0
+    /// Announced members left out because the room is full here.
+    public var overLimit = 0
+    /// Times another relay fell silent in a room for `RelayClusterLiveness.silenceTimeout`: its
+    /// members there were reported left.
+    public var relaysTimedOut = 0
+    /// All counters at zero.
+    public init() {}
+}
+
+extension RelayConnectionID {
+    /// The connection a member connected to another relay stands on here: none. Nothing is ever
+    /// queued for it (`deliver` and `sendControl` skip it).
+    static let clusterMember = RelayConnectionID(.max)
+}
+
+extension RelayMachine {
+    /// A member of another relay: that relay and its member number there.
+    struct RemoteMemberKey: Hashable, Sendable, Comparable {
+        let node: RelayNodeID
+        let member: UInt16
+        static func < (lhs: Self, rhs: Self) -> Bool { (lhs.node, lhs.member) < (rhs.node, rhs.member) }
+    }
+
+    /// Where another relay's stream for a room stands: the last epoch and sequence taken.
+    struct ClusterStreamPosition: Sendable {
+        var epoch: UInt32
+        var sequence: UInt64
+    }
+
+    /// The machine's side of a cluster: its node name, what it has to publish.
+    struct ClusterState: Sendable {
+        let node: RelayNodeID
+        let liveness: RelayClusterLiveness
+        var outbox = Deque<RelayClusterMessage>()
+        var nextEpoch: UInt32 = 1
+        /// When every hosted room's presence is published again (RelayMachine+ClusterLiveness.swift).
+        var nextHeartbeat: ConduitInstant
+    }
+
+    // MARK: Driver interface
+
+    /// Makes this relay one node of a cluster: from now on members of its rooms are announced to
+    /// the other relays and routed frames for their members are handed out as messages
+    /// (``pollClusterMessage()``); ``handleCluster(_:now:)`` takes theirs. `liveness` says how
+    /// often this relay announces its members again and when another relay that fell silent is
+    /// taken for dead (its members reported left). Once only.
+    public mutating func joinCluster(as node: RelayNodeID, liveness: RelayClusterLiveness = .init(), now: ConduitInstant) {
+        guard cluster == nil else { return }
+        latestNow = max(latestNow, now)
+        cluster = ClusterState(node: node, liveness: liveness, nextHeartbeat: now + liveness.heartbeatInterval)
+        for roomID in rooms.keys.sorted() { publishPresence(roomID, wantsReply: true) }
+    }
+
+    /// This relay's node name, once it joined a cluster.
+    public var clusterNode: RelayNodeID? { cluster?.node }
+
+    /// The next message to publish on its room's subject (``RelayClusterMessage/subject(for:)``),
+    /// in order; nil when there is none.
+    public mutating func pollClusterMessage() -> RelayClusterMessage? { cluster?.outbox.popFirst() }
+
+    /// A message another relay published (as received: malformed ones are counted and dropped).
+    public mutating func handleCluster(_ bytes: [UInt8], now: ConduitInstant) {
+        guard cluster != nil else { return }
+        guard let message = try? RelayClusterMessage.parse(bytes) else {
+            statistics.cluster.malformed += 1
+            return
+        }
+        handleCluster(message, now: now)
+    }
+
+    /// A message from another relay: its own echoes and rooms not hosted here are ignored; a gap
+    /// in the sender's stream is counted (and the room's presence asked for again).
+    public mutating func handleCluster(_ message: RelayClusterMessage, now: ConduitInstant) {
+        guard let cluster, message.node != cluster.node, rooms[message.room] != nil else { return }
+        latestNow = max(latestNow, now)
+        statistics.cluster.messagesReceived += 1
+        guard takeSequence(of: message) else { return }
+        rooms[message.room]!.remoteLastHeard[message.node] = now
+        switch message.body {
+        case .presence(let members, let wantsReply):
+            applyPresence(members, of: message.node, in: message.room, now: now)
+            if wantsReply { publishPresence(message.room, wantsReply: false) }
+        case .data(let origin, let targetNode, let targetMember, let frame):
+            guard targetNode == 0 || targetNode == cluster.node.rawValue else { return }
+            deliverClusterFrame(frame, origin: RemoteMemberKey(node: message.node, member: origin), to: targetMember, in: message.room, now: now)
+        }
+    }
+
+    // MARK: Publishing
+
+    mutating func publishCluster(_ roomID: RoomID, _ body: RelayClusterMessage.Body) {
+        guard let node = cluster?.node, rooms[roomID] != nil else { return }
+        if rooms[roomID]!.clusterEpoch == 0 {
+            rooms[roomID]!.clusterEpoch = cluster!.nextEpoch
+            cluster!.nextEpoch &+= 1
+        }
+        rooms[roomID]!.clusterSequence += 1
+        let message = RelayClusterMessage(node: node, room: roomID, epoch: rooms[roomID]!.clusterEpoch, sequence: rooms[roomID]!.clusterSequence, body: body)
+        cluster!.outbox.append(message)
+        statistics.cluster.messagesPublished += 1
+    }
+
+    /// Announces the room's members connected here (all of them: a lost announcement is
+    /// repaired by the next one).
+    mutating func publishPresence(_ roomID: RoomID, wantsReply: Bool) {
+        guard cluster != nil, let room = rooms[roomID] else { return }
+        let local = room.members.filter { $0.value.origin == nil }.sorted { $0.key < $1.key }.map {
+            RoomMember(member: $0.key, peer: $0.value.peer, dataSessionsSupported: $0.value.dataSessionsSupported)
+        }
+        publishCluster(roomID, .presence(members: local, wantsReply: wantsReply))
+    }
+
+    /// A local member's routed frame, already delivered here: published once for the members on
+    /// other relays it is for. Subgroup frames stay on this relay (subgroups do not span relays yet).
+    mutating func forwardToCluster(_ frame: [UInt8], from member: UInt16, to: UInt16, subgroupID: UInt16, in roomID: RoomID) {
+        guard subgroupID == 0, let room = rooms[roomID], !room.remote.isEmpty else { return }
+        if to == 0 {
+            publishCluster(roomID, .data(origin: member, targetNode: 0, targetMember: 0, frame: frame))
+        } else if let origin = room.members[to]?.origin {
+            publishCluster(roomID, .data(origin: member, targetNode: origin.node.rawValue, targetMember: origin.member, frame: frame))
+        } else {
+            return
+        }
+        statistics.cluster.framesForwarded += 1
+    }
+
+    // MARK: Receiving
+
+    /// Takes the message's place in its sender's stream; false for one older than what was taken.
+    mutating func takeSequence(of message: RelayClusterMessage) -> Bool {
+        let previous = rooms[message.room]!.clusterInbound[message.node]
+        var missing: UInt64 = 0
+        if let previous, previous.epoch == message.epoch {
+            guard message.sequence > previous.sequence else {
+                statistics.cluster.staleDropped += 1
+                return false
+            }
+            missing = message.sequence - previous.sequence - 1
+        } else if previous != nil {
+            // The room started again on that relay: its new stream counts from 1.
+            missing = message.sequence - 1
+        }
+        // (A stream first heard here starts where it is heard: what it sent before was not for this relay.)
+        rooms[message.room]!.clusterInbound[message.node] = ClusterStreamPosition(epoch: message.epoch, sequence: message.sequence)
+        if missing > 0 {
+            statistics.cluster.gaps += 1
+            statistics.cluster.messagesLost += Int(clamping: missing)
+            // The lost messages may have been announcements: every relay announces again.
+            publishPresence(message.room, wantsReply: true)
+        }
+        return true
+    }
+
+    /// Replaces what this relay knows of `node`'s members in the room with `announced`: the
+    /// departed leave, the new join (each with a member number of this relay), and local members
+    /// hear of both in the next peer-list update.
+    mutating func applyPresence(_ announced: [RoomMember], of node: RelayNodeID, in roomID: RoomID, now: ConduitInstant) {
+        var wanted: [RemoteMemberKey: RoomMember] = [:]
+        for member in announced { wanted[RemoteMemberKey(node: node, member: member.member)] = member }
+        let known = rooms[roomID]!.remote.filter { $0.key.node == node }
+        for (key, number) in known.sorted(by: { $0.key < $1.key }) where wanted[key]?.peer != rooms[roomID]!.members[number]?.peer {
+            removeMember(number, from: roomID, now: now)
+        }
+        for (key, entry) in wanted.sorted(by: { $0.key < $1.key }) where rooms[roomID]!.remote[key] == nil {
+            guard !rooms[roomID]!.members.values.contains(where: { $0.peer == entry.peer }) else {
+                statistics.cluster.peerConflicts += 1
+                continue
+            }
+            guard rooms[roomID]!.members.count < configuration.maxMembersPerRoom, rooms[roomID]!.members.count < Int(UInt16.max) - 1 else {
+                statistics.cluster.overLimit += 1
+                continue
+            }
+            let number = rooms[roomID]!.allocateMember()
+            let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
+            rooms[roomID]!.members[number] = Member(
+                connection: .clusterMember, peer: entry.peer, dataSessionsSupported: entry.dataSessionsSupported, grant: grant, origin: key)
+            rooms[roomID]!.remote[key] = number
+            noteChange(in: roomID, joined: number, now: now)
+        }
+    }
+
+    /// A routed frame from a member of another relay, for every member here or for one.
+    mutating func deliverClusterFrame(_ frame: [UInt8], origin: RemoteMemberKey, to target: UInt16, in roomID: RoomID, now: ConduitInstant) {
+        guard let sender = rooms[roomID]!.remote[origin] else {
+            statistics.cluster.unknownSender += 1
+            return
+        }
+        guard let tag = Self.mainRoomTag(of: frame) else {
+            statistics.cluster.malformed += 1
+            return
+        }
+        // As for a local sender: its name reaches everyone before its first frame does.
+        if rooms[roomID]!.pendingJoined.contains(sender) {
+            rooms[roomID]!.flushDue = now
+            flushPeerLists(now: now)
+        }
+        var restamped = frame
+        RelayEnvelope.restamp(&restamped, from: sender)
+        statistics.cluster.framesReceived += 1
+        var slow: [RelayConnectionID] = []
+        if target != 0 {
+            guard let receiver = rooms[roomID]!.members[target], receiver.origin == nil else { return refuseFrame(.unknownDestination) }
+            deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
+        } else {
+            for number in rooms[roomID]!.members.keys.sorted() {
+                deliver(restamped, tag: tag, to: rooms[roomID]!.members[number]!, slow: &slow, now: now)
+            }
+        }
+        isolate(slow, now: now)
+    }
+
+    /// The link tag of a relayed main-room frame (data, or a session's open or close): what the
+    /// sending relay computed, computed again here from the frame.
+    static func mainRoomTag(of frame: [UInt8]) -> FrameTag? {
+        frame.withUnsafeBytes { raw -> FrameTag? in
+            guard raw.count > RelayEnvelope.size, (try? RelayEnvelope.parse(raw)) != nil else { return nil }
+            let inner = UnsafeRawBufferPointer(rebasing: raw[RelayEnvelope.size...])
+            switch try? FrameKind.peek(inner) {
+            case .data?:
+                guard let (header, _) = try? DataFrameHeader.parse(inner), header.subgroupID == 0 else { return nil }
+                return FrameTag(channel: sessionKey(stream: header.streamID.wireValue, subgroupID: 0), delivery: .for(header.sessionType))
+            case .control?:
+                switch try? ControlFrame.parse(inner) {
+                case .sessionOpen(let stream, 0, _, _)?, .sessionClose(let stream, 0, _)?:
+                    return FrameTag(channel: sessionKey(stream: stream.wireValue, subgroupID: 0))
+                default:
+                    return nil
+                }
+            case nil:
+                return nil
+            }
+        }
+    }
+}

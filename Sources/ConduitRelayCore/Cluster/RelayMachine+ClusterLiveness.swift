@@ -1,0 +1,48 @@
+import ConduitCore
+
+/// How a clustered relay shows it is alive and notices when another is not.
+public struct RelayClusterLiveness: Sendable, Hashable {
+    /// How often the relay publishes every hosted room's presence again (also repairs a lost one).
+    public var heartbeatInterval: Duration
+    /// A relay heard nothing from about a room for this long is taken for dead there: its members
+    /// are reported left on this relay. Several heartbeats long, so one lost message is not a death.
+    public var silenceTimeout: Duration
+
+    /// Heartbeats every second; a relay silent for 5 s is dead (issue 16: "within the presence
+    /// timeout, default at most 5 s").
+    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(5)) {
+        self.heartbeatInterval = heartbeatInterval
+        self.silenceTimeout = silenceTimeout
+    }
+}
+
+extension RelayMachine {
+    /// The next heartbeat, or the moment the quietest other relay of a room would be dead.
+    func clusterDeadline() -> ConduitInstant? {
+        guard let cluster, !rooms.isEmpty else { return nil }
+        var deadline = cluster.nextHeartbeat
+        for room in rooms.values {
+            for heard in room.remoteLastHeard.values { deadline = min(deadline, heard + cluster.liveness.silenceTimeout) }
+        }
+        return deadline
+    }
+
+    /// Publishes every hosted room's presence when a heartbeat is due, and reports the members of
+    /// relays that fell silent as left.
+    mutating func handleClusterTimeouts(now: ConduitInstant) {
+        guard let cluster else { return }
+        if now >= cluster.nextHeartbeat {
+            self.cluster!.nextHeartbeat = now + cluster.liveness.heartbeatInterval
+            for roomID in rooms.keys.sorted() { publishPresence(roomID, wantsReply: false) }
+        }
+        for roomID in rooms.keys.sorted() {
+            guard let room = rooms[roomID] else { continue }
+            for (node, heard) in room.remoteLastHeard.sorted(by: { $0.key < $1.key }) where now - heard >= cluster.liveness.silenceTimeout {
+                statistics.cluster.relaysTimedOut += 1
+                rooms[roomID]!.remoteLastHeard[node] = nil
+                rooms[roomID]!.clusterInbound[node] = nil
+                applyPresence([], of: node, in: roomID, now: now)
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
+import ConduitRelay
+import Testing
+
+/// Two relay machines of one cluster, their cluster messages carried in memory (as NATS would,
+/// in order, or with chosen messages lost): rooms spanning relays, sans-IO and on virtual time.
+struct ClusterHarness {
+    var relays: [RoomHarness] = [RoomHarness(), RoomHarness()]
+    let nodes = [RelayNodeID(0xA), RelayNodeID(0xB)]
+    /// Messages published so far, in order, and which of them were lost on the way.
+    var published = 0
+    var lose: Set<Int> = []
+    /// Relays whose messages no longer arrive anywhere (dead without a word).
+    var deadRelays: Set<Int> = []
+
+    init() {
+        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], now: relays[index].now) }
+    }
+
+    /// Carries every published message to the other relay (unless lost), and pumps, until quiet.
+    mutating func carry() {
+        var moved = true
+        while moved {
+            moved = false
+            for from in relays.indices {
+                while let message = relays[from].relay.pollClusterMessage() {
+                    moved = true
+                    published += 1
+                    guard !lose.contains(published), !deadRelays.contains(from) else { continue }
+                    let bytes = message.encoded
+                    for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
+                }
+            }
+            for index in relays.indices { relays[index].pump() }
+        }
+    }
+
+    mutating func advance(by duration: Duration) {
+        let end = relays[0].now + duration
+        while relays[0].now < end {
+            for index in relays.indices { relays[index].advance(by: .milliseconds(10)) }
+            carry()
+        }
+    }
+
+    mutating func join(_ name: String, at relay: Int) {
+        relays[relay].join(name)
+        carry()
+    }
+
+    func peers(_ name: String, at relay: Int) -> [PeerID] {
+        relays[relay].clients[name]!.machine.members.values.map(\.peer).sorted()
+    }
+}
+
+@Suite struct ClusterMachineTests {
+    let main = SessionKey(streamID: 100)
+
+    /// alice on relay 0; bob and carol on relay 1; everyone has seen everyone.
+    func spanning() -> ClusterHarness {
+        var h = ClusterHarness()
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        h.join("carol", at: 1)
+        h.advance(by: .seconds(1))
+        for relay in 0...1 { for name in h.relays[relay].clients.keys { _ = h.relays[relay].take(name) } }
+        return h
+    }
+
+    @Test func membersOnOtherRelaysAppearAsPeersAndBothRelaysListTheSameRoom() {
+        let h = spanning()
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+        #expect(h.peers("bob", at: 1) == ["alice", "carol"])
+        #expect(h.peers("carol", at: 1) == ["alice", "bob"])
+        #expect(Set(h.relays[0].relay.members(of: "room").values) == ["alice", "bob", "carol"])
+        #expect(Set(h.relays[1].relay.members(of: "room").values) == ["alice", "bob", "carol"])
+        for relay in 0...1 { #expect(h.relays[relay].relay.statistics.cluster.messagesLost == 0) }
+    }
+
+    @Test func dataCrossesRelaysToEveryoneOrToOnePeerInOrder() {
+        var h = spanning()
+        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
+        h.relays[0].pump()
+        h.carry()
+        #expect(h.relays[1].clients["bob"]!.events == [.dataSessionIncoming(main, .reliableMessage, from: "alice")])
+        h.relays[1].acceptAll("bob")
+        h.relays[1].acceptAll("carol")
+        for index in 0..<20 {
+            h.relays[0].send("alice", main, "all \(index)")
+            h.carry()
+        }
+        #expect(h.relays[0].clients["alice"]!.machine.changeDestination(main, to: "carol") == true)
+        h.relays[0].send("alice", main, "to carol")
+        h.carry()
+        let all = (0..<20).map { "all \($0)" }
+        #expect(h.relays[1].messages("bob", main).map(\.1) == all)
+        #expect(h.relays[1].messages("carol", main).map(\.1) == all + ["to carol"])
+        #expect(h.relays[1].messages("carol", main).allSatisfy { $0.0 == "alice" })
+        #expect(h.relays[0].relay.statistics.cluster.framesForwarded >= 21)
+        #expect(h.relays[1].relay.statistics.cluster.messagesLost == 0)
+    }
+
+    @Test func aLeaveOnOneRelayReachesThePeerListsOfTheOther() {
+        var h = spanning()
+        h.relays[1].clients["bob"]!.machine.leave()
+        h.relays[1].pump()
+        h.carry()
+        h.advance(by: .seconds(1))
+        #expect(h.peers("alice", at: 0) == ["carol"])
+        #expect(Set(h.relays[0].relay.members(of: "room").values) == ["alice", "carol"])
+        // The last member of relay 1 leaves: relay 0 forgets every member of relay 1.
+        h.relays[1].clients["carol"]!.machine.leave()
+        h.relays[1].pump()
+        h.carry()
+        h.advance(by: .seconds(1))
+        #expect(h.peers("alice", at: 0) == [])
+        #expect(h.relays[1].relay.roomCount == 0)
+    }
+
+    @Test func aMessageLostBetweenRelaysIsCountedNeverSilent() {
+        var h = spanning()
+        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
+        h.relays[0].pump()
+        h.carry()
+        h.relays[1].acceptAll("bob")
+        h.relays[0].send("alice", main, "one")
+        h.carry()
+        // The next message relay 0 publishes is lost on the way.
+        h.lose = [h.published + 1]
+        h.relays[0].send("alice", main, "two")
+        h.carry()
+        #expect(h.relays[1].relay.statistics.cluster.gaps == 0)  // not seen until the next one arrives
+        h.relays[0].send("alice", main, "three")
+        h.carry()
+        let statistics = h.relays[1].relay.statistics.cluster
+        #expect(statistics.gaps == 1)
+        #expect(statistics.messagesLost == 1)
+        // Peer lists still agree (the gap asked every relay to announce again).
+        #expect(h.peers("bob", at: 1) == ["alice", "carol"])
+    }
+
+    @Test func aLostAnnouncementIsRepairedByTheNextMessage() {
+        var h = ClusterHarness()
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        h.advance(by: .seconds(1))
+        // carol's arrival on relay 1 is announced, and the announcement lost.
+        h.lose = [h.published + 1]
+        h.join("carol", at: 1)
+        #expect(!h.relays[0].relay.members(of: "room").values.contains("carol"))
+        // bob's next frame shows relay 0 the gap; the repair brings carol in.
+        #expect(h.relays[1].clients["bob"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[1].now) == .none)
+        h.relays[1].pump()
+        h.carry()
+        h.advance(by: .seconds(1))
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+        #expect(h.relays[0].relay.statistics.cluster.gaps == 1)
+    }
+
+    @Test func aRelayThatFallsSilentHasItsMembersReportedLeftWithinTheTimeout() {
+        var h = spanning()
+        // Quiet for 10 s, heartbeats flowing: nobody is taken for dead.
+        h.advance(by: .seconds(10))
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+        #expect(h.relays[0].relay.statistics.cluster.relaysTimedOut == 0)
+        // Relay 1 dies without a word: from now on nothing it publishes arrives.
+        h.deadRelays = [1]
+        h.advance(by: .seconds(4))
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+        h.advance(by: .milliseconds(1_500))
+        #expect(h.peers("alice", at: 0) == [])
+        #expect(h.relays[0].relay.statistics.cluster.relaysTimedOut == 1)
+        #expect(h.relays[0].take("alice").contains { if case .peersChanged(_, let left, _) = $0 { left.count == 2 } else { false } })
+    }
+
+    @Test func garbageAndEchoesFromTheClusterAreDroppedAndCounted() {
+        var h = spanning()
+        let before = h.relays[0].relay.statistics.cluster
+        h.relays[0].relay.handleCluster([], now: h.relays[0].now)
+        h.relays[0].relay.handleCluster([1, 9, 0, 0], now: h.relays[0].now)
+        h.relays[0].relay.handleCluster(Array(repeating: 0xFF, count: 64), now: h.relays[0].now)
+        // Its own message coming back (NATS echoes to the publisher's subscription): ignored.
+        let echo = RelayClusterMessage(node: h.nodes[0], room: "room", epoch: 1, sequence: 99, body: .presence(members: [], wantsReply: false))
+        h.relays[0].relay.handleCluster(echo.encoded, now: h.relays[0].now)
+        // A frame from a member nobody announced.
+        let stranger = RelayClusterMessage(node: h.nodes[1], room: "room", epoch: 1, sequence: 1_000, body: .data(origin: 77, targetNode: 0, targetMember: 0, frame: [0x13, 0, 0, 77, 0]))
+        h.relays[0].relay.handleCluster(stranger.encoded, now: h.relays[0].now)
+        let after = h.relays[0].relay.statistics.cluster
+        #expect(after.malformed == before.malformed + 3)
+        #expect(after.unknownSender == before.unknownSender + 1)
+        #expect(h.peers("alice", at: 0) == ["bob", "carol"])
+    }
+
+    @Test func clusterMessagesRoundTripAndRefuseTruncation() throws {
+        let messages = [
+            RelayClusterMessage(node: RelayNodeID(42), room: "room/ä", epoch: 3, sequence: 9, body: .presence(members: [
+                RoomMember(member: 1, peer: "alice", dataSessionsSupported: true),
+                RoomMember(member: 700, peer: "bob", dataSessionsSupported: false),
+            ], wantsReply: true)),
+            RelayClusterMessage(node: RelayNodeID(.max), room: "r", epoch: 1, sequence: .max, body: .data(origin: 5, targetNode: 42, targetMember: 7, frame: [1, 2, 3])),
+        ]
+        for message in messages {
+            let bytes = message.encoded
+            #expect(try RelayClusterMessage.parse(bytes) == message)
+            // (A data message's frame is its rest: any cut before the frame is truncation.)
+            let fixed: Int
+            if case .data(_, _, _, let frame) = message.body { fixed = bytes.count - frame.count } else { fixed = bytes.count }
+            for cut in 0..<fixed {
+                #expect(throws: WireError.self) { try RelayClusterMessage.parse(Array(bytes[..<cut])) }
+            }
+        }
+        #expect(RelayClusterMessage.subject(for: "ab") == "conduit.relay.room.6162")
+    }
+}
