@@ -21,11 +21,15 @@ extension ARQEngine {
 
     /// RFC 8985 section 7.2: the first probe goes 2 * SRTT after the last ack-eliciting packet,
     /// plus the peer's worst-case ACK delay when a single packet is in flight (its ACK may be
-    /// delayed); never later than the PTO it comes before.
+    /// delayed); never later than the PTO it comes before. Never earlier than SRTT +
+    /// max_ack_delay either: the peer acknowledges every second packet, so the last packet of an
+    /// odd tail may wait for its delayed ACK too, and at sub-millisecond RTTs 2 * SRTT alone would
+    /// probe before any ACK could come.
     var tailLossProbeTimeout: Int64 {
         guard rtt.hasSample else { return probeTimeout(backoff: 0) }
-        var timeout = 2 * rtt.smoothedNanoseconds
-        if ledger.outstandingCount == 1 { timeout += LinkTime.nanoseconds(configuration.maxAckDelay) }
+        let maxAckDelay = LinkTime.nanoseconds(configuration.maxAckDelay)
+        var timeout = max(2 * rtt.smoothedNanoseconds, rtt.smoothedNanoseconds + maxAckDelay)
+        if ledger.outstandingCount == 1 { timeout += maxAckDelay }
         return min(timeout, probeTimeout(backoff: 0))
     }
 
