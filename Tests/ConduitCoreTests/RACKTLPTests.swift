@@ -2,11 +2,12 @@ import ConduitCore
 import ConduitARQ
 import Testing
 
-// RACK-TLP's handling of a loss the network disproves (RFC 8985 section 6.2 step 4), packet by
-// packet on virtual time: the test carries each datagram between two engines itself.
+// RACK-TLP (RFC 8985): a loss the network disproves (section 6.2 step 4) and a lost tail
+// (section 7), packet by packet on virtual time: the test carries each datagram between two
+// engines itself.
 
-@Suite("Reliable link: spurious losses")
-struct SpuriousLossTests {
+@Suite("Reliable link: RACK-TLP loss detection")
+struct RACKTLPTests {
     /// Datagrams `side` wants to send at `now`.
     static func transmit(_ side: inout ARQEngine, now: ConduitInstant) -> [[UInt8]] {
         var batch = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
@@ -119,5 +120,75 @@ struct SpuriousLossTests {
         var delivered = 0
         while b.pollDelivery(now: now) != nil { delivered += 1 }
         #expect(delivered == sentFrames)
+    }
+
+    /// The last packet of a flight is lost: no later packet can reveal it, so the tail loss
+    /// probe (RFC 8985 section 7) goes first, one packet repeating the oldest frame in flight;
+    /// its acknowledgement lets RACK declare the tail lost, with no backed-off timeout on the way.
+    @Test func aLostTailIsRepairedByOneProbe() {
+        var a = ARQEngine(now: .zero)
+        var b = ARQEngine(now: .zero)
+        var now = ConduitInstant.zero
+        var sent: [[UInt8]] = []
+        func write(_ count: Int) {
+            for _ in 0..<count {
+                sent.append([UInt8](repeating: UInt8(sent.count), count: 300))
+                _ = a.send(sent[sent.count - 1], channel: 1, now: now)
+            }
+        }
+        // One frame there and back first, for an RTT sample; B's delayed ACK goes when its timer runs out.
+        write(1)
+        let first = Self.transmit(&a, now: now)
+        now = now + .milliseconds(40)
+        for packet in first { b.handle(datagram: packet, now: now) }
+        now = now + b.configuration.maxAckDelay
+        b.handleTimeout(now: now)
+        let firstAck = Self.transmit(&b, now: now)
+        #expect(firstAck.count == 1)
+        now = now + .milliseconds(40)
+        for ack in firstAck { a.handle(datagram: ack, now: now) }
+
+        // Four frames; the last packet is lost.
+        write(4)
+        let flight = Self.transmit(&a, now: now)
+        #expect(flight.count == 4)
+        let flightSent = now
+        now = now + .milliseconds(40)
+        for packet in flight.dropLast() { b.handle(datagram: packet, now: now) }
+        var acks = Self.transmit(&b, now: now)
+        now = now + b.configuration.maxAckDelay
+        b.handleTimeout(now: now)
+        acks += Self.transmit(&b, now: now)
+        now = now + .milliseconds(40)
+        for ack in acks { a.handle(datagram: ack, now: now) }
+        #expect(a.statistics.packetsLost == 0, "nothing sent after the tail was acknowledged")
+        #expect(a.unackedPacketCount == 1)
+
+        // The next timer is the probe, before RFC 9002's PTO would be.
+        guard let probeAt = a.nextDeadline(now: now) else {
+            Issue.record("no timer while a packet is in flight")
+            return
+        }
+        #expect(probeAt > now)
+        #expect(probeAt - flightSent <= a.smoothedRtt * 2 + .milliseconds(50))
+        now = probeAt
+        a.handleTimeout(now: now)
+        let probes = Self.transmit(&a, now: now)
+        #expect(probes.count == 1, "a tail loss probe is one packet")
+        #expect(a.statistics.probeTimeouts == 1)
+        now = now + .milliseconds(40)
+        for packet in probes { b.handle(datagram: packet, now: now) }
+        let probeAcks = Self.transmit(&b, now: now)
+        now = now + .milliseconds(40)
+        for ack in probeAcks { a.handle(datagram: ack, now: now) }
+
+        let statistics = a.statistics
+        #expect(statistics.packetsLost == 1, "RACK declares the tail lost once the probe sent after it is acknowledged")
+        #expect(statistics.framesRetransmitted == 1)
+        #expect(statistics.spuriousRetransmissions == 0)
+        #expect(a.framesOutstanding == 0)
+        var delivered: [[UInt8]] = []
+        while let frame = b.pollDelivery(now: now) { delivered.append(frame.bytes) }
+        #expect(delivered == sent)
     }
 }
