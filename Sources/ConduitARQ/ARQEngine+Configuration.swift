@@ -40,7 +40,9 @@ extension ARQEngine {
         public var maxUnackedPackets = 16_384
         /// RFC 9002's `kInitialRtt`.
         public var initialRtt = Duration.milliseconds(333)
-        /// RFC 9002's `kPacketThreshold`.
+        /// TCP's DupThresh as RACK uses it (RFC 8985 section 6.2 step 4): until any reordering
+        /// is seen, a packet with this many later packets acknowledged is lost without waiting
+        /// for a reordering window (RFC 9002's `kPacketThreshold`).
         public var packetThreshold: UInt64 = 3
         /// Send a PING after this long without sending anything ack-eliciting, nil for never.
         public var keepaliveInterval: Duration? = .seconds(5)
@@ -152,6 +154,9 @@ extension ARQEngine {
         public var pingsSent = 0
         /// Probe timeouts that fired (RFC 9002 section 6.2).
         public var probeTimeouts = 0
+        /// Packets declared lost that the peer acknowledged after all (reordering, not loss): their
+        /// frames' retransmissions were spurious (RFC 8985 section 6.2 step 4).
+        public var spuriousRetransmissions = 0
         // Frames, receiver side.
         /// Frames handed to the upper layer.
         public var framesDelivered = 0
@@ -190,6 +195,8 @@ extension ARQEngine {
         public var bytesInFlight = 0
         /// Congestion events: losses that shrank the window.
         public var congestionEvents = 0
+        /// Congestion events whose every loss proved spurious, so the window reduction was undone.
+        public var congestionEventsUndone = 0
         /// Persistent congestion events: the window collapsed to its minimum.
         public var persistentCongestionEvents = 0
         /// All counters at zero.

@@ -226,7 +226,8 @@ extension ARQEngine {
 
     // MARK: ACK
 
-    /// RFC 9002 appendix A.7, OnAckReceived, plus the window the peer advertises.
+    /// RFC 9002 appendix A.7, OnAckReceived, with RACK's steps (RFC 8985 section 6.2), the
+    /// acknowledgement of packets declared lost (spurious losses), and the window the peer advertises.
     mutating func onAckFrame(_ ack: LinkAckFrame, in datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
         let largest = ack.largestAcknowledged
         // The newest ACK (by largest acknowledged) describes the peer's buffer best; an older one
@@ -235,19 +236,22 @@ extension ARQEngine {
             peerReceiveWindow = Int(ack.receiveWindow)
             peerWindowLargest = largest
         }
+        let previousLargestAcked = largestAcked
         if largestAcked.map({ largest > $0 }) ?? true { largestAcked = largest }
 
         var acked = scratchPackets
         scratchPackets = []
         acked.removeAll(keepingCapacity: true)
+        var spurious: [LinkLostPacket] = []
         ack.forEachRange(in: datagram) { range in
             ledger.acknowledge(range) { acked.append($0) }
+            rack.takeLost(in: range) { spurious.append($0) }
         }
         defer {
             acked.removeAll(keepingCapacity: true)
             scratchPackets = acked
         }
-        guard !acked.isEmpty else { return }
+        guard !acked.isEmpty || !spurious.isEmpty else { return }
 
         // RFC 9002 section 5.1: an RTT sample when the largest acknowledged is newly acknowledged.
         // Not when the peer says it held that acknowledgement longer than max_ack_delay: then it is
@@ -268,22 +272,31 @@ extension ARQEngine {
         for packet in acked {
             if let carried = packet.ackLargest, ackConfirmed.map({ carried > $0 }) ?? true { ackConfirmed = carried }
             congestion.onPacketAcked(bytes: packet.size, sentAt: packet.timeSent, isAppLimited: packet.isAppLimited)
-            for item in packet.items {
-                switch item {
-                case .data(let handle):
-                    resolveFrame(handle, abandoned: false)
-                case .forward(let channel, let value):
-                    if let known = sendChannels[channel]?.forwardAcknowledged, !linkSequence(value, isAfter: known) { continue }
-                    sendChannels.update(channel) { $0.forwardAcknowledged = value }
-                case .ping:
-                    break
-                }
-            }
+            rack.onDelivered(number: packet.number, timeSent: packet.timeSent, now: now, previousLargestAcknowledged: previousLargestAcked)
+            onItemsAcknowledged(packet.items)
         }
+        if !spurious.isEmpty { onSpuriousLosses(spurious) }
         ledger.compact()
+        rack.onAckProcessed(largestAcknowledged: largestAcked ?? largest, firstUnacknowledged: ledger.firstOutstandingNumber ?? nextPacketNumber)
         detectLostPackets(now: now)
         // RFC 9002 section 6.2.1: an acknowledgement resets the PTO backoff.
         ptoCount = 0
         if !isFlowBlocked { persistCount = 0 }
+    }
+
+    /// What an acknowledged packet carried is done with: its frames resolve, its FORWARD counts
+    /// as acknowledged.
+    mutating func onItemsAcknowledged(_ items: LinkSentItems) {
+        for item in items {
+            switch item {
+            case .data(let handle):
+                resolveFrame(handle, abandoned: false)
+            case .forward(let channel, let value):
+                if let known = sendChannels[channel]?.forwardAcknowledged, !linkSequence(value, isAfter: known) { continue }
+                sendChannels.update(channel) { $0.forwardAcknowledged = value }
+            case .ping:
+                break
+            }
+        }
     }
 }

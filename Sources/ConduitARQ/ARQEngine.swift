@@ -14,8 +14,11 @@ import DequeModule
 /// What it does:
 /// - **Packets** carry a never-reused 62-bit packet number; a lost frame is sent again in a new
 ///   packet (`LinkPacket`). ACK frames carry ranges, the ack delay and the receive window.
-/// - **Loss detection** (RFC 9002 section 6): packet threshold 3, time threshold 9/8 RTT, probe
-///   timeout with exponential backoff. Only the frames of lost packets are sent again.
+/// - **Loss detection**: RACK-TLP (RFC 8985): a packet is lost once a packet sent after it is
+///   acknowledged and its RTT plus a reordering window has passed; the window adapts to the
+///   reordering seen, and a loss the peer later acknowledges is counted as spurious and its
+///   congestion window reduction undone. A tail loss probe, then RFC 9002's probe timeout with
+///   exponential backoff. Only the frames of lost packets are sent again.
 /// - **Channels** (a `UInt32` key; the upper layer packs stream and subgroup into it) number
 ///   their frames. Each frame is ordered or not and reliable, limited by retransmissions, or
 ///   limited by lifetime (``Delivery``). The receiver delivers every frame at most once, ordered
@@ -104,6 +107,9 @@ public struct ARQEngine: Sendable {
     var congestion: NewRenoCongestionControl
     var pacer: LinkPacer
     var largestAcked: UInt64?
+    /// RACK-TLP's state (RFC 8985): time-based loss detection and spurious-loss memory.
+    var rack = LinkRACK()
+    /// RACK's reordering timer: when the next outstanding packet's reordering window runs out.
     var lossTime: ConduitInstant?
     var ptoCount = 0
     var firstRttSampleTime: ConduitInstant?
@@ -311,6 +317,7 @@ public struct ARQEngine: Sendable {
         result.slowStartThreshold = congestion.slowStartThreshold
         result.bytesInFlight = congestion.bytesInFlight
         result.congestionEvents = congestion.congestionEvents
+        result.congestionEventsUndone = congestion.congestionEventsUndone
         result.persistentCongestionEvents = congestion.persistentCongestionEvents
         result.ackRangesForgotten = received.forgottenRanges
         return result

@@ -70,6 +70,8 @@ struct LinkSentPacketLedger: Sendable {
     /// Entries still outstanding.
     private(set) var outstandingCount = 0
     private(set) var timeOfLastAckEliciting: ConduitInstant?
+    /// Acknowledged entries still kept (behind an outstanding one): RACK's `segs_sacked`.
+    private(set) var acknowledgedCount = 0
 
     var entryCount: Int { packets.count }
     var isEmpty: Bool { outstandingCount == 0 }
@@ -98,6 +100,7 @@ struct LinkSentPacketLedger: Sendable {
             if packets[index].state == .outstanding {
                 packets[index].state = .acknowledged
                 outstandingCount -= 1
+                acknowledgedCount += 1
                 // The items move out to `body` (a swap, no reference counting); the tombstone
                 // keeps none.
                 var items = LinkSentItems()
@@ -122,8 +125,14 @@ struct LinkSentPacketLedger: Sendable {
 
     /// Drops tombstones from the front.
     mutating func compact() {
-        while let first = packets.first, first.state != .outstanding { packets.removeFirst() }
+        while let first = packets.first, first.state != .outstanding {
+            if first.state == .acknowledged { acknowledgedCount -= 1 }
+            packets.removeFirst()
+        }
     }
+
+    /// The oldest packet not acknowledged or declared lost (TCP's SND.UNA), once compacted.
+    var firstOutstandingNumber: UInt64? { packets.first?.number }
 
     subscript(index: Int) -> LinkSentPacket { packets[index] }
 

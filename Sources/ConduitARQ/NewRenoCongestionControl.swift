@@ -18,9 +18,22 @@ public struct NewRenoCongestionControl: Sendable, Hashable {
     public private(set) var congestionEvents = 0
     /// Persistent congestion events: the window fell to its minimum (section 7.6).
     public private(set) var persistentCongestionEvents = 0
+    /// Congestion events reversed because every loss that caused them proved spurious.
+    public private(set) var congestionEventsUndone = 0
     /// Bytes acknowledged since the window last grew in congestion avoidance (appendix B.5 counts
     /// acknowledged bytes, so no fraction of a packet is lost to integer division).
     private var avoidanceCredit = 0
+    /// The state before the latest reduction, while it may still be undone.
+    private var beforeReduction: Reduction?
+    /// Losses of the latest congestion event not yet shown to be spurious.
+    private var unrefutedLosses = 0
+
+    /// What a congestion event changed, kept so that it can be undone.
+    private struct Reduction: Sendable, Hashable {
+        let window: Int
+        let slowStartThreshold: Int
+        let recoveryStartTime: ConduitInstant?
+    }
 
     /// Makes a controller in slow start with the initial window for `maxDatagramSize`.
     public init(maxDatagramSize: Int) {
@@ -76,21 +89,48 @@ public struct NewRenoCongestionControl: Sendable, Hashable {
     }
 
     /// Appendix B.6, OnCongestionEvent: a loss of a packet sent after the current recovery period
-    /// started halves the window (kLossReductionFactor = 0.5) and starts a new period.
-    public mutating func onCongestionEvent(sentAt: ConduitInstant, now: ConduitInstant) {
-        if isInRecovery(sentAt: sentAt) { return }
+    /// started halves the window (kLossReductionFactor = 0.5) and starts a new period. Returns
+    /// whether it did; `lostPackets` (the losses of this call) count towards the period's undo.
+    @discardableResult
+    public mutating func onCongestionEvent(sentAt: ConduitInstant, now: ConduitInstant, lostPackets: Int = 1) -> Bool {
+        if isInRecovery(sentAt: sentAt) {
+            unrefutedLosses += lostPackets
+            return false
+        }
+        beforeReduction = Reduction(window: window, slowStartThreshold: slowStartThreshold, recoveryStartTime: recoveryStartTime)
+        unrefutedLosses = lostPackets
         recoveryStartTime = now
         slowStartThreshold = max(window / 2, minimumWindow)
         window = slowStartThreshold
         avoidanceCredit = 0
         congestionEvents += 1
+        return true
     }
 
-    /// Section 7.6.2: persistent congestion collapses the window to the minimum.
+    /// A packet declared lost in congestion event number `event` (the value of
+    /// ``congestionEvents`` after its loss) was acknowledged after all. Once every loss of the
+    /// latest event has proved spurious, the reduction is undone: window, threshold and recovery
+    /// period as they were before it (Eifel-style undo, RFC 4015; RFC 8985 section 9.3 leaves the
+    /// response to spurious losses to the congestion controller). Returns whether it was undone.
+    @discardableResult
+    public mutating func onSpuriousLoss(event: Int) -> Bool {
+        guard event == congestionEvents, let before = beforeReduction else { return false }
+        unrefutedLosses -= 1
+        guard unrefutedLosses <= 0 else { return false }
+        window = max(window, before.window)
+        slowStartThreshold = before.slowStartThreshold
+        recoveryStartTime = before.recoveryStartTime
+        beforeReduction = nil
+        congestionEventsUndone += 1
+        return true
+    }
+
+    /// Section 7.6.2: persistent congestion collapses the window to the minimum (never undone).
     public mutating func onPersistentCongestion() {
         window = minimumWindow
         recoveryStartTime = nil
         avoidanceCredit = 0
+        beforeReduction = nil
         persistentCongestionEvents += 1
     }
 }

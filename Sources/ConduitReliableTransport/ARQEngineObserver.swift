@@ -11,6 +11,8 @@ import Logging
 /// Metric labels, each with the dimension `transport` (the URL scheme):
 /// - `conduit_retransmissions_total`: frames sent again.
 /// - `conduit_packets_lost_total`: packets declared lost.
+/// - `conduit_spurious_retransmissions_total`: packets declared lost that the peer acknowledged
+///   after all (reordering, not loss).
 /// - `conduit_frames_abandoned_total`: frames given up on (`maxRetransmits`, lifetime).
 /// - `conduit_drops_total` with `kind` `link` and `reason` `duplicate`, `malformed` or
 ///   `over_window`: packets and frames the engine refused on receipt.
@@ -56,6 +58,7 @@ struct ARQEngineObserver {
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "duplicate")], factory: metricsFactory),
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "malformed")], factory: metricsFactory),
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "over_window")], factory: metricsFactory),
+            Counter(label: "conduit_spurious_retransmissions_total", dimensions: dimensions, factory: metricsFactory),
         ]
         unacknowledgedAtClose = Counter(label: "conduit_frames_unacknowledged_at_close_total", dimensions: dimensions, factory: metricsFactory)
         rtt = Gauge(label: "conduit_link_rtt_seconds", dimensions: dimensions, factory: metricsFactory)
@@ -80,6 +83,7 @@ struct ARQEngineObserver {
             statistics.duplicatePacketsSuppressed + statistics.duplicateFramesSuppressed,
             statistics.malformedPacketsDropped,
             statistics.framesDroppedOverWindow + statistics.framesDroppedOutsideChannelWindow + statistics.framesDroppedTooManyChannels,
+            statistics.spuriousRetransmissions,
         ]
         for index in counters.indices where now[index] > exported[index] {
             counters[index].increment(by: Int64(now[index] - exported[index]))
@@ -108,6 +112,7 @@ struct ARQEngineObserver {
             "conduit.packetsReceived": "\(statistics.packetsReceived)",
             "conduit.framesRetransmitted": "\(statistics.framesRetransmitted)",
             "conduit.packetsLost": "\(statistics.packetsLost)",
+            "conduit.spuriousRetransmissions": "\(statistics.spuriousRetransmissions)",
             "conduit.framesAbandoned": "\(statistics.framesAbandoned)",
         ]
         // At debug either way: the call above logs its own end, with its reason, at info.

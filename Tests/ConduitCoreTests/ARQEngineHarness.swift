@@ -78,6 +78,10 @@ struct ARQEngineHarness {
     var alarms: [ConduitInstant] = []
     /// Sees every datagram a side sends, before impairment.
     var inspect: ((_ fromA: Bool, _ datagram: [UInt8], _ now: ConduitInstant) -> Void)?
+    /// Extra delay drawn per datagram, uniformly from 0...`reorderingJitter.jitter`, on top of the
+    /// impairment models' in-order delay: unlike the models' jitter it reorders datagrams, as
+    /// `tc netem` jitter does (and as the `conduit impair` proxy's timers do with equal deadlines).
+    var reorderingJitter: (jitter: Duration, random: SeededRandom)?
     var datagramsAtoB = 0
     var datagramsBtoA = 0
     var bytesAtoB = 0
@@ -170,7 +174,12 @@ struct ARQEngineHarness {
             var bytes = datagram
             delivery.apply(to: &bytes)
             order += 1
-            inFlight.push(InFlight(at: delivery.at, order: order, toB: toB, bytes: bytes))
+            var at = delivery.at
+            if var jitter = reorderingJitter {
+                at = at + .nanoseconds(Int64(Double(jitter.jitter.nanosecondsClamped) * jitter.random.unit()))
+                reorderingJitter = jitter
+            }
+            inFlight.push(InFlight(at: at, order: order, toB: toB, bytes: bytes))
         }
     }
 
