@@ -77,6 +77,7 @@ extension ARQEngine {
         for packet in lost {
             counters.packetsLost += 1
             congestion.onPacketRemovedFromFlight(bytes: packet.size)
+            pathPacketLost(size: packet.size)
             latestLostSend = max(latestLostSend, packet.timeSent)
             for item in packet.items {
                 switch item {
@@ -111,5 +112,6 @@ extension ARQEngine {
         ptoCount += 1
         counters.probeTimeouts += 1
         probesOwed = 2
+        pathSearch?.probeTimeoutFired(count: ptoCount)
     }
 }

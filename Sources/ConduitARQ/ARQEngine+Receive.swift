@@ -30,7 +30,7 @@ extension ARQEngine {
             // Validated above, so the reader cannot fail here; stop quietly if it ever did.
             guard let frame = try? reader.next() else { break }
             switch frame {
-            case .ping:
+            case .ping, .padding:
                 break
             case .ack(let ack):
                 onAckFrame(ack, in: datagram, now: now)
@@ -72,6 +72,8 @@ extension ARQEngine {
                 guard ack.largestAcknowledged < nextPacketNumber else { throw .ackOfUnsentPacket(ack.largestAcknowledged) }
             case .ping, .data, .forward:
                 isAckEliciting = true
+            case .padding:
+                break
             }
         }
         return isAckEliciting
@@ -242,6 +244,7 @@ extension ARQEngine {
         acked.removeAll(keepingCapacity: true)
         ack.forEachRange(in: datagram) { range in
             ledger.acknowledge(range) { acked.append($0) }
+            pathProbesAcknowledged(range, now: now)
         }
         defer {
             acked.removeAll(keepingCapacity: true)
@@ -268,6 +271,7 @@ extension ARQEngine {
         for packet in acked {
             if let carried = packet.ackLargest, ackConfirmed.map({ carried > $0 }) ?? true { ackConfirmed = carried }
             congestion.onPacketAcked(bytes: packet.size, sentAt: packet.timeSent, isAppLimited: packet.isAppLimited)
+            pathPacketAcknowledged(size: packet.size)
             for item in packet.items {
                 switch item {
                 case .data(let handle):
