@@ -64,7 +64,7 @@ struct PathMTUDiscoveryLinkTests {
             return received
         }
         #expect(received == (0..<frames).map { [UInt8](repeating: UInt8(truncatingIfNeeded: $0), count: 100 + $0) })
-        let mtu = try #require(await link.linkStatistics()?.mtu)
+        let mtu = try #require(await (link as any TransportLink).linkStatistics()?.mtu)
         #expect((1_393...1_400).contains(mtu))
         try await clock.run(advancingBy: .milliseconds(5), limit: .seconds(30)) { await link.close() }
         #expect(try metrics.expectGauge("conduit_link_mtu_bytes", [("transport", "loopback")]).lastValue == Double(mtu))

@@ -18,7 +18,7 @@ extension UDPTransportTests {
         func convergesAndSurvivesABlackHole() async throws {
             var impairment = ImpairmentConfiguration()
             impairment.maxDatagramSize = 1_400
-            let setup = try await UDPLossyCallTests.connect(impairment: impairment, query: "mtu=1452")
+            let setup = try await UDPLossyCallTests.connect(impairment: impairment, query: "?mtu=1452")
             let first = UDPLossyCallTests.messages(count: 100, seed: 91)
             #expect(try await setup.transferReliably(on: 100, first).map(\.bytes) == first)
             let converged = try await Self.waitForMTU(in: Self.sizes(under: 1_400), of: setup.caller)
