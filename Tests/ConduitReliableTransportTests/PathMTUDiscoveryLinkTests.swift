@@ -29,21 +29,10 @@ struct PathMTUDiscoveryLinkTests {
 
     @Test("the link's MTU statistic and gauge follow the search to the path's 1,400 bytes; the fragment size stays the base's")
     func linkFollowsTheSearch() async throws {
-        let clock = VirtualClock()
-        let hub = LoopbackHub(clock: clock)
-        let transport = LoopbackTransport(hub: hub)
-        let name = "rtl-pmtud"
-        let listener = try await transport.listen(on: TransportURL(parsing: "loopback://\(name)?mtu=1500"))
-        async let accepted = listener.accept()
-        let url = try TransportURL(parsing: "loopback://\(name)?mtu=1500&max-size=1400&delay-ms=10&seed=4")
-        let raw = try await transport.connect(to: url.withoutReliableTransportOptions)
-        let peerRaw = try #require(try await accepted)
         let metrics = TestMetrics()
-        let configuration = try ARQEngine.Configuration(url: url)
-        let link = ReliableTransportLink(wrapping: raw, configuration: configuration, metricsFactory: metrics, transport: "loopback", clock: clock)
-        let peer = ReliableTransportLink(wrapping: peerRaw, configuration: configuration, clock: clock)
-        await link.start()
-        await peer.start()
+        let pair = try await VirtualReliablePair(
+            name: "rtl-pmtud", listenQuery: "?mtu=1500", connectQuery: "?mtu=1500&max-size=1400&delay-ms=10&seed=4", metrics: metrics)
+        let (clock, link, peer) = (pair.clock, pair.link, pair.peer)
         #expect(link.capabilities.fragmentSize == ARQEngine.Configuration().maxFramePayload - DataFrameHeader.size)
 
         let frames = 300
@@ -69,6 +58,6 @@ struct PathMTUDiscoveryLinkTests {
         try await clock.run(advancingBy: .milliseconds(5), limit: .seconds(30)) { await link.close() }
         #expect(try metrics.expectGauge("conduit_link_mtu_bytes", [("transport", "loopback")]).lastValue == Double(mtu))
         try await clock.run(advancingBy: .milliseconds(5), limit: .seconds(30)) { await peer.close() }
-        await listener.close()
+        await pair.listener.close()
     }
 }
