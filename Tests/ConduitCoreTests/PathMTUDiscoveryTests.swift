@@ -117,11 +117,11 @@ struct PathMTUDiscoveryTests {
 
     @Test func aBlackHoleMidTransferFallsBackWithNothingLostOrRepeated() {
         var (harness, _) = Self.harness(max: 1_500, limit: 1_500)
-        var frames = NumberedFrames(count: 40_000, seed: 2)
+        var frames = NumberedFrames(count: 12_000, seed: 2)
         var lowered: Int?
         let finished = harness.run(for: .seconds(300)) { h in
             let done = frames.pump(&h)
-            if lowered == nil, h.a.currentMaxDatagramSize == 1_500, frames.received >= 5_000 {
+            if lowered == nil, h.a.currentMaxDatagramSize == 1_500, frames.received >= 3_000 {
                 // The route changes: the path now drops everything above 1,300 bytes.
                 h.aToB.maxDatagramSize = 1_300
                 h.bToA.maxDatagramSize = 1_300
