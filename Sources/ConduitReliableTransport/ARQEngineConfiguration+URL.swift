@@ -12,7 +12,7 @@ extension ARQEngine.Configuration {
     /// | `max-ack-delay-ms` | how long an ACK may be held back (RFC 9000 `max_ack_delay`) | 5 |
     /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
     /// | `pmtud` | path MTU discovery (RFC 8899): `on` searches from `pmtud-base` up to the transport's `mtu`, `off` sends at `mtu` | on |
-    /// | `pmtud-base` | the size the search starts at and falls back to, in link packet bytes | 1220 |
+    /// | `pmtud-base` | the size the search starts at and falls back to, in link packet bytes (512...65535) | 1220 |
     ///
     /// The datagram size comes from the transport's own `mtu`: with `pmtud=on` the most the
     /// search goes up to, with `pmtud=off` the size of every full packet.
@@ -44,7 +44,8 @@ extension ARQEngine.Configuration {
     /// `pmtud` and `pmtud-base` (see ``init(url:)``).
     private static func pathMTUDiscovery(_ url: TransportURL) throws(ConduitError) -> LinkPathMTUSearch.Settings? {
         var settings = LinkPathMTUSearch.Settings()
-        settings.basePacketSize = try url.intOption("pmtud-base", default: settings.basePacketSize, in: 256...65_535)
+        // At least 512: an ACK frame with all its ranges must fit a base-size packet.
+        settings.basePacketSize = try url.intOption("pmtud-base", default: settings.basePacketSize, in: 512...65_535)
         switch url.query["pmtud"] ?? "on" {
         case "on": return settings
         case "off": return nil

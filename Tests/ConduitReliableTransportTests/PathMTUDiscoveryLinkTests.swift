@@ -18,7 +18,7 @@ struct PathMTUDiscoveryLinkTests {
         #expect(off.pathMTUDiscovery == nil)
         let base = try ARQEngine.Configuration(url: TransportURL(parsing: "udp://127.0.0.1:9?pmtud=on&pmtud-base=1300"))
         #expect(base.pathMTUDiscovery?.basePacketSize == 1_300)
-        for bad in ["pmtud=maybe", "pmtud-base=10", "pmtud-base=big"] {
+        for bad in ["pmtud=maybe", "pmtud-base=10", "pmtud-base=511", "pmtud-base=big"] {
             let error = #expect(throws: ConduitError.self) { try ARQEngine.Configuration(url: TransportURL(parsing: "udp://127.0.0.1:9?\(bad)")) }
             #expect(error?.code == .invalidConfiguration)
             #expect(error?.message.contains(String(bad.prefix { $0 != "=" })) == true, "\(error?.message ?? "")")
