@@ -14,8 +14,15 @@ extension ARQEngine {
     /// `receiveWindow` (the initial assumption about the peer's window, corrected by its first ACK).
     public struct Configuration: Sendable, Hashable {
         /// Largest packet, checksum included: the transport's MTU less its own headers. The default
-        /// is Conduit's 1232-byte datagram less a 12-byte RTP header.
+        /// is Conduit's 1232-byte datagram less a 12-byte RTP header. With ``pathMTUDiscovery``
+        /// on, the most the search goes up to (RFC 8899 `MAX_PLPMTU`); off, the size of every
+        /// full packet.
         public var maxDatagramSize = 1_220
+        /// Path MTU discovery (DPLPMTUD, RFC 8899): packets start at its base size and grow to
+        /// what the path carries, up to ``maxDatagramSize``, falling back on a black hole. Nil: off,
+        /// packets are ``maxDatagramSize``. On by default (with the default sizes, base and
+        /// maximum are equal, so there is nothing to search).
+        public var pathMTUDiscovery: LinkPathMTUSearch.Settings? = LinkPathMTUSearch.Settings()
         /// Whether packets carry a CRC32C trailer; both ends must agree.
         public var checksum = Checksum.crc32c
         /// Bytes this side buffers for the upper layer (delivered but not yet polled, plus ordered
@@ -53,19 +60,26 @@ extension ARQEngine {
         /// The defaults: 1,220-byte packets with CRC32C, a 4 MiB receive window, RFC 9002's timers.
         public init() {}
 
-        /// The largest upper-layer frame `send` accepts: what is left of a datagram after the packet
-        /// header, checksum trailer and a DATA frame header with its lifetime field. 1190 bytes
-        /// with the defaults; the upper layer cuts its fragments to this (less its own 32-byte
-        /// data-frame header).
+        /// The packet size every path is assumed to carry: the search's base size (within
+        /// ``maxDatagramSize``) with ``pathMTUDiscovery`` on, else ``maxDatagramSize``. Frames are
+        /// cut to fit it, so any frame can be sent again after a fall back to it.
+        public var basePacketSize: Int {
+            pathMTUDiscovery.map { min($0.basePacketSize, maxDatagramSize) } ?? maxDatagramSize
+        }
+
+        /// The largest upper-layer frame `send` accepts: what is left of a base-size packet after
+        /// the packet header, checksum trailer and a DATA frame header with its lifetime field.
+        /// 1190 bytes with the defaults; the upper layer cuts its fragments to this (less its own
+        /// 32-byte data-frame header).
         public var maxFramePayload: Int {
-            maxDatagramSize - LinkPacket.overhead(checksum: checksum == .crc32c)
+            basePacketSize - LinkPacket.overhead(checksum: checksum == .crc32c)
                 - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize
         }
 
         /// The most bytes of ack-eliciting packets sent at one instant: 64 datagrams (one batched
         /// write), and only when 2 ms of the pacing rate is that much; the congestion window still
         /// bounds what is in flight (RFC 9002 section 7.7).
-        public var maxPacingBurst: Int { 64 * maxDatagramSize }
+        public var maxPacingBurst: Int { 64 * basePacketSize }
 
         /// Traps on a configuration the link cannot honour (a programming error, like an invalid
         /// fragment size in `CallMachine`).
@@ -81,10 +95,11 @@ extension ARQEngine {
             precondition(ackElicitingThreshold >= 1, "ackElicitingThreshold must be positive")
             precondition(maxAckRanges >= 1
                          && LinkPacket.ackFrameFixedSize + (maxAckRanges - 1) * LinkPacket.ackRangeSize
-                            <= maxDatagramSize - LinkPacket.overhead(checksum: checksum == .crc32c),
+                            <= basePacketSize - LinkPacket.overhead(checksum: checksum == .crc32c),
                          "maxAckRanges must be positive and an ACK frame with that many ranges must fit a datagram")
             precondition(maxUnackedPackets >= 16, "maxUnackedPackets must be at least 16")
             precondition(packetThreshold >= 1, "packetThreshold must be positive")
+            pathMTUDiscovery?.check()
         }
     }
 
@@ -199,6 +214,15 @@ extension ARQEngine {
         public var congestionEventsUndone = 0
         /// Persistent congestion events: the window collapsed to its minimum.
         public var persistentCongestionEvents = 0
+        // Path MTU discovery (RFC 8899).
+        /// The largest packet the link sends now (the PLPMTU).
+        public var pathMTU = 0
+        /// Path MTU probes sent (padded PINGs, not counted in ``packetsLost`` when lost).
+        public var pathProbesSent = 0
+        /// Path MTU probes that went unacknowledged: too large for the path, or lost.
+        public var pathProbesLost = 0
+        /// Black holes detected: the packet size fell back to the base size.
+        public var pathBlackHoles = 0
         /// All counters at zero.
         public init() {}
     }
@@ -206,8 +230,12 @@ extension ARQEngine {
 
 extension ARQEngine.Configuration {
     /// The transport URL options of the reliability engine (`keepalive-ms`, `idle-timeout-ms`,
-    /// `receive-window`, `max-ack-delay-ms`, `ack-every`), read by `ConduitReliableTransport` and taken out
+    /// `receive-window`, `max-ack-delay-ms`, `ack-every`, `pmtud`, `pmtud-base`), read by `ConduitReliableTransport` and taken out
     /// of the URL before the transport sees it. Here in the core so that transports whose links
     /// run under the engine (`udp://`, impaired `loopback://`) list them as accepted options.
-    public static let urlOptionKeys: Set<String> = ["keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every"]
+    public static let urlOptionKeys: Set<String> = [
+        "keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every",
+        // Path MTU discovery (RFC 8899).
+        "pmtud", "pmtud-base",
+    ]
 }

@@ -98,6 +98,7 @@ extension ARQEngine {
         for packet in lost {
             counters.packetsLost += 1
             congestion.onPacketRemovedFromFlight(bytes: packet.size)
+            pathPacketLost(size: packet.size)
             latestLostSend = max(latestLostSend, packet.timeSent)
         }
         if congestion.onCongestionEvent(sentAt: latestLostSend, now: now, lostPackets: lost.count) {
@@ -142,6 +143,7 @@ extension ARQEngine {
         probesOwed = ptoCount == 0 ? 1 : 2
         ptoCount += 1
         counters.probeTimeouts += 1
+        pathSearch?.probeTimeoutFired(count: ptoCount)
     }
 
     /// The peer acknowledged packets declared lost: count them, widen the reordering window

@@ -30,7 +30,7 @@ extension ARQEngine {
             // Validated above, so the reader cannot fail here; stop quietly if it ever did.
             guard let frame = try? reader.next() else { break }
             switch frame {
-            case .ping:
+            case .ping, .padding:
                 break
             case .ack(let ack):
                 onAckFrame(ack, in: datagram, now: now)
@@ -72,6 +72,8 @@ extension ARQEngine {
                 guard ack.largestAcknowledged < nextPacketNumber else { throw .ackOfUnsentPacket(ack.largestAcknowledged) }
             case .ping, .data, .forward:
                 isAckEliciting = true
+            case .padding:
+                break
             }
         }
         return isAckEliciting
@@ -246,6 +248,7 @@ extension ARQEngine {
         ack.forEachRange(in: datagram) { range in
             ledger.acknowledge(range) { acked.append($0) }
             rack.takeLost(in: range) { spurious.append($0) }
+            pathProbesAcknowledged(range, now: now)
         }
         defer {
             acked.removeAll(keepingCapacity: true)
@@ -273,6 +276,7 @@ extension ARQEngine {
             if let carried = packet.ackLargest, ackConfirmed.map({ carried > $0 }) ?? true { ackConfirmed = carried }
             congestion.onPacketAcked(bytes: packet.size, sentAt: packet.timeSent, isAppLimited: packet.isAppLimited)
             rack.onDelivered(number: packet.number, timeSent: packet.timeSent, now: now, previousLargestAcknowledged: previousLargestAcked)
+            pathPacketAcknowledged(size: packet.size)
             onItemsAcknowledged(packet.items)
         }
         if !spurious.isEmpty { onSpuriousLosses(spurious) }

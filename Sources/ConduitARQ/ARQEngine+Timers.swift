@@ -16,6 +16,7 @@ extension ARQEngine {
         deadline = LinkTime.earliest(deadline, lifetimes.first?.deadline)
         deadline = LinkTime.earliest(deadline, keepaliveDeadline)
         deadline = LinkTime.earliest(deadline, windowProbeDeadline)
+        deadline = LinkTime.earliest(deadline, pathSearch?.nextDeadline)
         if let idle = idleDeadline, idle > now { deadline = LinkTime.earliest(deadline, idle) }
         return deadline
     }
@@ -31,6 +32,7 @@ extension ARQEngine {
         }
         if let ackDeadline, ackDeadline <= now, !received.isEmpty { ackImmediately = true }
         expireLifetimes(now: now)
+        pathSearch?.handleTimeout(now: now)
         if let keepalive = keepaliveDeadline, keepalive <= now { pingPending = true }
         if let probe = windowProbeDeadline, probe <= now {
             pingPending = true

@@ -18,7 +18,7 @@ extension ARQEngine {
             || (probesOwed > 0 && ledger.entryCount < configuration.maxUnackedPackets + 2)
         else { return .blocked }
         // Probes are not limited by the congestion window (RFC 9002 section 6.2.4); they are paced.
-        if probesOwed == 0, !congestion.allows(bytes: configuration.maxDatagramSize) { return .blocked }
+        if probesOwed == 0, !congestion.allows(bytes: currentMaxDatagramSize) { return .blocked }
         let rate = pacingRate
         guard pacer.mayRelease(now: now, rate: rate) else { return .paced(until: pacer.nextRelease(now: now, rate: rate)) }
         return .open
@@ -67,6 +67,7 @@ extension ARQEngine {
 
     func hasAckElicitingContent() -> Bool {
         pingPending || probesOwed > 0 || !forwardQueue.isEmpty || !retransmitQueue.isEmpty || hasSendableNewFrame()
+            || pathProbeWanted != nil
     }
 
     /// Whether ``pollTransmit(now:into:maxDatagrams:)`` would send something now.
@@ -119,11 +120,15 @@ extension ARQEngine {
         // acknowledged, or the peer has not confirmed our acknowledgement of its last ack-eliciting packet.
         let mayPiggyback = !received.isEmpty && !mustAck && mayElicit && (ackElicitingSinceAck > 0 || hasUnconfirmedAck)
         guard mustAck || mayElicit, nextPacketNumber <= LinkPacket.maxPacketNumber else { return .nothing }
+        if mayElicit, let probeSize = pathProbeWanted {
+            writePathProbe(size: probeSize, now: now)
+            return .sent
+        }
 
         let checksum = configuration.checksum == .crc32c
         let number = nextPacketNumber
-        let limit = configuration.maxDatagramSize - (checksum ? LinkPacket.checksumSize : 0)
-        writer.begin(packetNumber: number, checksum: checksum, capacity: configuration.maxDatagramSize)
+        let limit = currentMaxDatagramSize - (checksum ? LinkPacket.checksumSize : 0)
+        writer.begin(packetNumber: number, checksum: checksum, capacity: currentMaxDatagramSize)
         var ackLargest: UInt64?
         // A due ACK goes first. A piggybacked one goes after the data, only where it fits: written
         // first, it would take the room a full-size frame needs, and every packet would then be an
@@ -291,6 +296,9 @@ extension ARQEngine {
             queuedBytes -= frame.cost
             outstandingBytes += frame.cost
             counters.framesSent += 1
+            // Path MTU discovery found room beyond the base size that frames are cut to: go
+            // round the channels again while frames fit, so the room carries more of them.
+            if packsMoreFramesPerChannel { turns += 1 }
             sendChannels.update(channel) { _ = $0.queue.removeFirst() }
             popResolvedHeads(of: channel)
             activeChannels.removeFirst()

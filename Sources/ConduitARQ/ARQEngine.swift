@@ -119,6 +119,8 @@ public struct ARQEngine: Sendable {
     var persistCount = 0
     var lastAckElicitingSent: ConduitInstant
     var scratchPackets: [LinkSentPacket] = []
+    /// Path MTU discovery (RFC 8899), nil when ``Configuration/pathMTUDiscovery`` is off.
+    var pathSearch: LinkPathMTUSearch?
 
     // MARK: Receiver state
 
@@ -150,8 +152,9 @@ public struct ARQEngine: Sendable {
         self.configuration = configuration
         self.crc32c = crc32c
         rtt = LinkRTTEstimator(initialRtt: configuration.initialRtt)
-        congestion = NewRenoCongestionControl(maxDatagramSize: configuration.maxDatagramSize)
-        pacer = LinkPacer(maxDatagramSize: configuration.maxDatagramSize, maxBurst: configuration.maxPacingBurst, now: now)
+        congestion = NewRenoCongestionControl(maxDatagramSize: configuration.basePacketSize)
+        pacer = LinkPacer(maxDatagramSize: configuration.basePacketSize, maxBurst: configuration.maxPacingBurst, now: now)
+        pathSearch = configuration.pathMTUDiscovery.map { LinkPathMTUSearch(settings: $0, maxPacketSize: configuration.maxDatagramSize) }
         peerReceiveWindow = configuration.receiveWindow
         lastAdvertisedWindow = configuration.receiveWindow
         received = LinkReceivedPackets(capacity: configuration.maxAckRanges)
@@ -320,6 +323,12 @@ public struct ARQEngine: Sendable {
         result.congestionEventsUndone = congestion.congestionEventsUndone
         result.persistentCongestionEvents = congestion.persistentCongestionEvents
         result.ackRangesForgotten = received.forgottenRanges
+        result.pathMTU = currentMaxDatagramSize
+        if let counts = pathSearch?.counters {
+            result.pathProbesSent = counts.probesSent
+            result.pathProbesLost = counts.probesLost
+            result.pathBlackHoles = counts.blackHoles
+        }
         return result
     }
 

@@ -39,6 +39,9 @@ public enum LinkPacket {
 
     /// The type byte that starts each frame in a packet.
     public enum FrameType: UInt8, Sendable, Hashable {
+        /// PADDING: zero bytes that make a path MTU probe its size (RFC 8899 section 4.1); a run
+        /// of them reads as one frame.
+        case padding = 0x00
         /// PING: asks for an acknowledgement.
         case ping = 0x01
         /// ACK: acknowledges ranges of packet numbers and advertises the receive window.
@@ -102,6 +105,8 @@ public enum LinkPacket {
 public enum LinkFrame: Sendable, Hashable {
     /// `0x01`, one byte: asks for an acknowledgement (keepalive, flow-control probe, PTO probe).
     case ping
+    /// `0x00` bytes, `length` of them in a row: fill, read and ignored (not ack-eliciting).
+    case padding(length: Int)
     /// `0x02`: acknowledges packets and advertises the receive window.
     case ack(LinkAckFrame)
     /// `0x03`: one upper-layer frame on a channel.
@@ -225,6 +230,9 @@ public struct LinkFrameReader {
         let rawType = packet.readU8(at)
         guard let type = LinkPacket.FrameType(rawValue: rawType) else { throw .unknownFrameType(rawType) }
         switch type {
+        case .padding:
+            while position < end, packet.readU8(position) == 0 { position += 1 }
+            return .padding(length: position - at)
         case .ping:
             position += LinkPacket.pingFrameSize
             return .ping
@@ -360,6 +368,11 @@ package struct LinkPacketWriter {
     }
 
     package mutating func appendPing() { bytes.append(LinkPacket.FrameType.ping.rawValue) }
+
+    /// Appends `length` PADDING bytes.
+    package mutating func appendPadding(_ length: Int) {
+        bytes.append(contentsOf: repeatElement(LinkPacket.FrameType.padding.rawValue, count: length))
+    }
 
     /// Writes the fixed part of an ACK frame; returns the offset in `bytes` at which to patch the range count.
     package mutating func appendAckHeader(largest: UInt64, ackDelayMicroseconds: UInt32, window: UInt32, firstRange: UInt32) -> Int {

@@ -39,6 +39,8 @@ extension FuzzTargets {
         switch frame {
         case .ping:
             writer.appendPing()
+        case .padding(let length):
+            writer.appendPadding(length)
         case .ack(let ack):
             let ranges = ack.ranges(in: packet)
             try check.require(ranges.count == ack.additionalRangeCount + 1, "\(ranges.count) ranges for \(ack.additionalRangeCount) further")

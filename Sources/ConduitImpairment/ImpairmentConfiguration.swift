@@ -4,7 +4,7 @@ public import ConduitCore
 ///
 /// Probabilities are per datagram and independent. Parsed from the query options that the
 /// loopback transport and `conduit impair` share: `loss`, `dup`, `reorder`, `corrupt` (0...1),
-/// `delay-ms`, `jitter-ms`, `rate` (`10mbps`, bits/s, `unlimited`), `seed`.
+/// `delay-ms`, `jitter-ms`, `rate` (`10mbps`, bits/s, `unlimited`), `max-size` (bytes), `seed`.
 public struct ImpairmentConfiguration: Hashable, Sendable {
     /// Chance that a datagram is dropped (0…1).
     public var loss: Double = 0
@@ -25,6 +25,9 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
     public var reorderHold: Duration = .milliseconds(10)
     /// The seed of the model's random numbers: the same seed replays the same losses.
     public var seed: UInt64 = 1
+    /// Datagrams larger than this many bytes are dropped, as a path whose MTU is smaller drops
+    /// them (a black hole for path MTU discovery, RFC 8899 section 4.3); nil for no limit.
+    public var maxDatagramSize: Int?
 
     /// No impairment: nothing lost, delayed or changed.
     public init() {}
@@ -32,10 +35,11 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
     /// No impairment at all.
     public var isTransparent: Bool {
         loss == 0 && duplicate == 0 && reorder == 0 && corrupt == 0 && delay == .zero && jitter == .zero && rate == .unlimited
+            && maxDatagramSize == nil
     }
 
     /// The option names this configuration reads.
-    public static let optionNames: Set<String> = ["loss", "dup", "reorder", "corrupt", "delay-ms", "jitter-ms", "rate", "seed", "reorder-hold-ms"]
+    public static let optionNames: Set<String> = ["loss", "dup", "reorder", "corrupt", "delay-ms", "jitter-ms", "rate", "seed", "reorder-hold-ms", "max-size"]
 
     /// Reads the impairment options present in `options`; others are left to the caller.
     public init(options: [String: String]) throws(ConduitError) {
@@ -62,6 +66,12 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
         jitter = try milliseconds("jitter-ms")
         reorderHold = try milliseconds("reorder-hold-ms", default: .milliseconds(10))
         if let text = options["rate"] { rate = try RateLimit(parsing: text) }
+        if let text = options["max-size"] {
+            guard text.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...65_535).contains(value) else {
+                throw ConduitError(.invalidConfiguration, "max-size=\(text) must be a number of bytes between 1 and 65535")
+            }
+            maxDatagramSize = value
+        }
         if let text = options["seed"] {
             guard text.allSatisfy(\.isASCIIDigit), let value = UInt64(text) else {
                 throw ConduitError(.invalidConfiguration, "seed=\(text) must be a non-negative integer")

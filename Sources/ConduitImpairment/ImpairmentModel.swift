@@ -15,6 +15,8 @@ public struct ImpairmentModel: Sendable {
         public var dropped = 0
         /// Datagrams dropped while partitioned.
         public var droppedByPartition = 0
+        /// Datagrams dropped for being larger than ``ImpairmentModel/maxDatagramSize``.
+        public var droppedOverSize = 0
         /// Extra copies made (the `dup` probability).
         public var duplicated = 0
         /// Datagrams delayed past later ones (the `reorder` probability).
@@ -61,6 +63,9 @@ public struct ImpairmentModel: Sendable {
     public let configuration: ImpairmentConfiguration
     /// While true, every datagram is dropped (a network blackout).
     public var isPartitioned = false
+    /// Datagrams larger than this are dropped (the path's MTU); starts at the configuration's
+    /// ``ImpairmentConfiguration/maxDatagramSize`` and may change mid-run (a route change).
+    public var maxDatagramSize: Int?
     /// What the model decided so far.
     public private(set) var statistics = Statistics()
     private var random: SeededRandom
@@ -73,6 +78,7 @@ public struct ImpairmentModel: Sendable {
     public init(configuration: ImpairmentConfiguration) {
         self.configuration = configuration
         self.random = SeededRandom(seed: configuration.seed)
+        self.maxDatagramSize = configuration.maxDatagramSize
     }
 
     /// Decides the fate of a `size`-byte datagram sent at `now`.
@@ -94,6 +100,11 @@ public struct ImpairmentModel: Sendable {
         let corruptBit = UInt8(random.next() % 8)
         if lost {
             statistics.dropped += 1
+            return Decision(deliveries: [])
+        }
+        if let maxDatagramSize, size > maxDatagramSize {
+            statistics.dropped += 1
+            statistics.droppedOverSize += 1
             return Decision(deliveries: [])
         }
         // The bottleneck: serialise behind what is already queued.

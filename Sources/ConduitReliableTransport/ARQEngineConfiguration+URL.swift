@@ -11,8 +11,11 @@ extension ARQEngine.Configuration {
     /// | `receive-window` | bytes buffered for the call above, advertised to the peer | 4194304 |
     /// | `max-ack-delay-ms` | how long an ACK may be held back (RFC 9000 `max_ack_delay`) | 5 |
     /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
+    /// | `pmtud` | path MTU discovery (RFC 8899): `on` searches from `pmtud-base` up to the transport's `mtu`, `off` sends at `mtu` | on |
+    /// | `pmtud-base` | the size the search starts at and falls back to, in link packet bytes (512...65535) | 1220 |
     ///
-    /// The datagram size comes from the transport's own `mtu`.
+    /// The datagram size comes from the transport's own `mtu`: with `pmtud=on` the most the
+    /// search goes up to, with `pmtud=off` the size of every full packet.
     /// The query keys read here are `ARQEngine.Configuration.urlOptionKeys` (declared in the
     /// core, so transports list them among the options they accept); they are taken out of the URL
     /// before the transport sees it.
@@ -30,9 +33,24 @@ extension ARQEngine.Configuration {
         // RFC 9000's 2 by default; a higher value (as QUIC's ACK frequency extension allows)
         // sends fewer ACKs. On loopback 8 measured no different from 2, within the noise.
         ackElicitingThreshold = try url.intOption("ack-every", default: 2, in: 1...64)
+        pathMTUDiscovery = try Self.pathMTUDiscovery(url)
         // Keep the untransmitted queue short: the call above has its own paced queue, and
         // a short one here lets its queue-delay signal (`tooLongQueuedData`) see congestion.
         maxSendQueueBytes = 1 << 20
+    }
+}
+
+extension ARQEngine.Configuration {
+    /// `pmtud` and `pmtud-base` (see ``init(url:)``).
+    private static func pathMTUDiscovery(_ url: TransportURL) throws(ConduitError) -> LinkPathMTUSearch.Settings? {
+        var settings = LinkPathMTUSearch.Settings()
+        // At least 512: an ACK frame with all its ranges must fit a base-size packet.
+        settings.basePacketSize = try url.intOption("pmtud-base", default: settings.basePacketSize, in: 512...65_535)
+        switch url.query["pmtud"] ?? "on" {
+        case "on": return settings
+        case "off": return nil
+        case let other: throw ConduitError(.invalidConfiguration, "option pmtud=\(other) in \(url) must be on or off")
+        }
     }
 }
 

@@ -137,7 +137,7 @@ public actor ReliableTransportLink: TransportLink {
     public var statistics: ARQEngine.Statistics { engine.statistics }
 
     private func exportMetrics() {
-        observer.export(engine.statistics, pacingRate: engine.pacingRateBytesPerSecond, mtu: configuration.maxDatagramSize)
+        observer.export(engine.statistics, pacingRate: engine.pacingRateBytesPerSecond, mtu: engine.currentMaxDatagramSize)
     }
 
     /// The engine's view of the path: RTT, congestion window, pacing, losses, packet size.
@@ -148,7 +148,7 @@ public actor ReliableTransportLink: TransportLink {
             congestionWindow: counts.congestionWindow, bytesInFlight: counts.bytesInFlight, pacingRate: engine.pacingRateBytesPerSecond,
             packetsSent: counts.packetsSent, packetsReceived: counts.packetsReceived, packetsLost: counts.packetsLost,
             packetsRetransmitted: counts.packetsRetransmitted, duplicatesReceived: counts.duplicatePacketsSuppressed,
-            mtu: configuration.maxDatagramSize
+            mtu: engine.currentMaxDatagramSize
         )
     }
 

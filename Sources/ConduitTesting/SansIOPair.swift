@@ -48,6 +48,8 @@ public struct SansIOPair<A: SansIOMachine, B: SansIOMachine> {
             public var droppedByLoss = 0
             /// Datagrams lost while the path was partitioned.
             public var droppedByPartition = 0
+            /// Datagrams lost for being larger than the path's `maxDatagramSize`.
+            public var droppedOverSize = 0
             /// Extra copies the path made.
             public var duplicated = 0
             /// Datagrams held back so later ones overtook them.
@@ -57,7 +59,7 @@ public struct SansIOPair<A: SansIOMachine, B: SansIOMachine> {
             /// Bytes the sending machine transmitted.
             public var submittedBytes = 0
             /// Every datagram lost on the way, whatever the cause.
-            public var dropped: Int { droppedByLoss + droppedByPartition }
+            public var dropped: Int { droppedByLoss + droppedByPartition + droppedOverSize }
             /// All counters at zero.
             public init() {}
         }
@@ -231,7 +233,9 @@ public struct SansIOPair<A: SansIOMachine, B: SansIOMachine> {
         path.statistics.submitted += 1
         path.statistics.submittedBytes += datagram.count
         path.statistics.droppedByPartition += after.droppedByPartition - before.droppedByPartition
+        path.statistics.droppedOverSize += after.droppedOverSize - before.droppedOverSize
         path.statistics.droppedByLoss += (after.dropped - before.dropped) - (after.droppedByPartition - before.droppedByPartition)
+            - (after.droppedOverSize - before.droppedOverSize)
         path.statistics.duplicated += after.duplicated - before.duplicated
         path.statistics.reordered += after.reordered - before.reordered
         path.statistics.corrupted += after.corrupted - before.corrupted

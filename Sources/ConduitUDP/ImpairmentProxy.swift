@@ -47,6 +47,8 @@ public final class ImpairmentProxy: Sendable {
         public var dropped = 0
         /// Datagrams lost while the proxy was partitioned.
         public var droppedByPartition = 0
+        /// Datagrams lost for being larger than the path's size limit (`max-size`).
+        public var droppedOverSize = 0
         /// Extra copies sent (the `dup` probability).
         public var duplicated = 0
         /// Datagrams held back and sent after later ones (the `reorder` probability).
@@ -159,6 +161,7 @@ public final class ImpairmentProxy: Sendable {
     private func record(_ decision: ImpairmentModel.Decision, into direction: WritableKeyPath<Statistics, DirectionStatistics>, model: ImpairmentModel.Statistics) {
         state.value.statistics[keyPath: direction].dropped = model.dropped
         state.value.statistics[keyPath: direction].droppedByPartition = model.droppedByPartition
+        state.value.statistics[keyPath: direction].droppedOverSize = model.droppedOverSize
         state.value.statistics[keyPath: direction].duplicated = model.duplicated
         state.value.statistics[keyPath: direction].reordered = model.reordered
         state.value.statistics[keyPath: direction].corrupted = model.corrupted
@@ -200,6 +203,15 @@ public final class ImpairmentProxy: Sendable {
         try? await state.eventLoop.submit { [state] in
             state.value.toUpstream.isPartitioned = partitioned
             state.value.toClient.isPartitioned = partitioned
+        }.get()
+    }
+
+    /// Changes both directions' size limit (a route change; nil for none): larger datagrams are
+    /// dropped from now on.
+    public func setMaxDatagramSize(_ size: Int?) async {
+        try? await state.eventLoop.submit { [state] in
+            state.value.toUpstream.maxDatagramSize = size
+            state.value.toClient.maxDatagramSize = size
         }.get()
     }
 

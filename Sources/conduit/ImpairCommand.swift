@@ -13,7 +13,8 @@ struct ImpairCommand: AsyncParsableCommand {
             the upstream's replies back to it. Each direction is impaired independently with the same
             settings and its own seed (seed, seed+1), so a run replays exactly. Ends on SIGINT/SIGTERM or
             after --duration, then prints its statistics as one JSON object (per direction: received,
-            forwarded, dropped, droppedByPartition, duplicated, reordered, corrupted, bytesForwarded).
+            forwarded, dropped, droppedByPartition, droppedOverSize, duplicated, reordered, corrupted,
+            bytesForwarded).
             """
     )
 
@@ -28,6 +29,7 @@ struct ImpairCommand: AsyncParsableCommand {
     @Option(name: .customLong("reorder-hold-ms"), help: "How long a reordered datagram is held back.") var reorderHoldMs: Double = 10
     @Option(help: "Bottleneck rate: bits/s, 10mbps, unlimited.") var rate: String = "unlimited"
     @Option(help: "Seed for every random decision.") var seed: UInt64 = 1
+    @Option(name: .customLong("max-size"), help: "Drop datagrams larger than this many bytes (a smaller path MTU).") var maxSize: Int?
     @Option(help: "A total blackout, START:DURATION in seconds from start (e.g. 2:5).") var blackout: String?
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
 
@@ -36,11 +38,13 @@ struct ImpairCommand: AsyncParsableCommand {
         let listenEndpoint: UDPEndpoint
         let upstreamEndpoint: UDPEndpoint
         do {
-            impairment = try ImpairmentConfiguration(options: [
+            var options = [
                 "loss": "\(loss)", "reorder": "\(reorder)", "dup": "\(dup)", "corrupt": "\(corrupt)",
                 "delay-ms": "\(delayMs)", "jitter-ms": "\(jitterMs)", "reorder-hold-ms": "\(reorderHoldMs)",
                 "rate": rate, "seed": "\(seed)",
-            ])
+            ]
+            if let maxSize { options["max-size"] = "\(maxSize)" }
+            impairment = try ImpairmentConfiguration(options: options)
             listenEndpoint = try UDPEndpoint(parsing: listen)
             upstreamEndpoint = try UDPEndpoint(parsing: upstream)
         } catch {

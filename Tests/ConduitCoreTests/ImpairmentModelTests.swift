@@ -105,4 +105,29 @@ struct ImpairmentModelTests {
             #expect(throws: ConduitError.self) { try ImpairmentConfiguration(options: bad) }
         }
     }
+
+    /// Over `maxDatagramSize` is a counted drop; the draws for every other datagram stay the same.
+    @Test func datagramsOverTheSizeLimitAreDroppedAndCounted() throws {
+        var configuration = try ImpairmentConfiguration(options: ["loss": "0.1", "max-size": "1300"])
+        #expect(configuration.maxDatagramSize == 1_300)
+        #expect(!configuration.isTransparent)
+        var limited = ImpairmentModel(configuration: configuration)
+        configuration.maxDatagramSize = nil
+        var unlimited = ImpairmentModel(configuration: configuration)
+        var now = ConduitInstant.zero
+        for index in 0..<1_000 {
+            let size = index % 2 == 0 ? 1_300 : 1_301
+            let fate = limited.submit(size: size, now: now)
+            let reference = unlimited.submit(size: size, now: now)
+            if size > 1_300 { #expect(fate.isDropped) } else { #expect(fate == reference) }
+            now = now + .milliseconds(1)
+        }
+        // The same losses, plus the oversized datagrams the loss left.
+        #expect(limited.statistics.dropped == unlimited.statistics.dropped + limited.statistics.droppedOverSize)
+        #expect((400..<500).contains(limited.statistics.droppedOverSize))
+        limited.maxDatagramSize = 100
+        #expect(limited.submit(size: 101, now: now).isDropped)
+        #expect(throws: ConduitError.self) { try ImpairmentConfiguration(options: ["max-size": "0"]) }
+        #expect(throws: ConduitError.self) { try ImpairmentConfiguration(options: ["max-size": "big"]) }
+    }
 }

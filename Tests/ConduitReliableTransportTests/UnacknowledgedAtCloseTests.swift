@@ -13,19 +13,10 @@ import Testing
 struct UnacknowledgedAtCloseTests {
     @Test("three frames written into a cut path: the close gives up after its drain limit and counts all three")
     func unacknowledgedFramesAreCounted() async throws {
-        let clock = VirtualClock()
-        let hub = LoopbackHub(clock: clock)
-        let transport = LoopbackTransport(hub: hub)
         let name = "rtl-unacknowledged"
-        let listener = try await transport.listen(on: TransportURL(parsing: "loopback://\(name)"))
-        async let accepted = listener.accept()
-        let raw = try await transport.connect(to: TransportURL(parsing: "loopback://\(name)?loss=0.01&seed=2"))
-        let peerRaw = try #require(try await accepted)
         let metrics = TestMetrics()
-        let link = ReliableTransportLink(wrapping: raw, configuration: .init(), metricsFactory: metrics, transport: "loopback", clock: clock)
-        let peer = ReliableTransportLink(wrapping: peerRaw, configuration: .init(), clock: clock)
-        await link.start()
-        await peer.start()
+        let pair = try await VirtualReliablePair(name: name, connectQuery: "?loss=0.01&seed=2", metrics: metrics)
+        let (clock, hub, link, peer) = (pair.clock, pair.hub, pair.link, pair.peer)
 
         hub.setPartitioned(name, true)
         var batch = DatagramBatch()
@@ -37,6 +28,6 @@ struct UnacknowledgedAtCloseTests {
         let counter = try metrics.expectCounter("conduit_frames_unacknowledged_at_close_total", [("transport", "loopback")])
         #expect(counter.totalValue == 3)
         try await clock.run(advancingBy: .milliseconds(50), limit: .seconds(30)) { await peer.close(drainTimeout: .zero) }
-        await listener.close()
+        await pair.listener.close()
     }
 }
