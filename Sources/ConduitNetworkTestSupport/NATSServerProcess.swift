@@ -33,26 +33,38 @@ public final class NATSServerProcess: Sendable {
     /// Whether tests can start a server here.
     public static var isInstalled: Bool { executable != nil }
 
-    /// Starts a server on a free loopback port and returns once it accepts TCP connections
-    /// (within `limit`); kills it and throws otherwise.
+    /// Starts a server on a loopback port it picks itself and returns once it is ready (within
+    /// `limit`); kills it and throws otherwise. The server binds port 0 and reports the port in a
+    /// ports file: a port picked here and released first could be bound by a test running beside
+    /// this one (in a full parallel run, connects failed with an I/O error that way).
     public static func start(limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
         guard let executable else { throw Failure(description: "nats-server is not installed (Debian: apt-get install nats-server)") }
-        let port = try await unusedTCPPort()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-nats-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-a", "127.0.0.1", "-p", String(port)]
+        process.arguments = ["-a", "127.0.0.1", "-p", "-1", "--ports_file_dir", directory.path]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let server = NATSServerProcess(process: process, port: port)
         let deadline = ContinuousClock.now + limit
+        let portsFile = directory.appendingPathComponent("nats-server_\(process.processIdentifier).ports").path
         while ContinuousClock.now < deadline, process.isRunning {
-            if await accepts(port: port) { return server }
+            // {"nats":["nats://127.0.0.1:PORT"]}, written once the server listens.
+            if let contents = FileManager.default.contents(atPath: portsFile).map({ String(decoding: $0, as: UTF8.self) }),
+                let range = contents.range(of: "127.0.0.1:"),
+                let port = Int(contents[range.upperBound...].prefix(while: \.isNumber)),
+                await accepts(port: port)
+            {
+                return NATSServerProcess(process: process, port: port)
+            }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        await server.stop()
-        throw Failure(description: "nats-server on 127.0.0.1:\(port) did not accept connections within \(limit)")
+        if process.isRunning { process.terminate() }
+        _ = await process.exitStatus()
+        throw Failure(description: "nats-server did not report a listening port within \(limit)")
     }
 
     /// Stops the server (SIGTERM; SIGKILL after 5 s) and waits for it to exit. Idempotent.
@@ -85,12 +97,5 @@ public final class NATSServerProcess: Sendable {
         else { return false }
         try? await channel.close()
         return true
-    }
-
-    private static func unusedTCPPort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress!.port!
-        try await channel.close()
-        return port
     }
 }
