@@ -2,6 +2,7 @@ import Conduit
 import ConduitARQ
 import ConduitCore
 import ConduitRelay
+import ConduitRelayCore
 import ConduitRooms
 import ConduitUDP
 import NIOCore
@@ -26,6 +27,7 @@ public enum SeedCorpus {
         case "arq-packet": SeedTraffic.reliableLink(checksum: .crc32c) + SeedTraffic.reliableLink(checksum: .none)
         case "udp-datagram": udpDatagrams()
         case "relay-token": relayTokens()
+        case "relay-cluster": relayCluster()
         case "dcep": dcep()
         case "zlib-inflate": zlibStreams()
         case "arq-engine": arqPrograms()
@@ -132,6 +134,19 @@ public enum SeedCorpus {
             RelayToken(room: "standup", peer: "bob", canPublish: false, canSubscribe: true, allowedSubgroups: ["breakout", "vip"], expiresAt: 1_800_000_000, id: Array(16..<32)),
         ]
         return tokens.map(\.payload) + tokens.map { Array($0.signed(with: secret).utf8) }
+    }
+
+    private static func relayCluster() -> [[UInt8]] {
+        let node = RelayNodeID(0x2222)
+        let room = RoomProgramRun.room
+        let presence = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 1, body: .presence(
+            members: [RoomMember(member: 1, peer: "carol", dataSessionsSupported: true), RoomMember(member: 2, peer: "dave", dataSessionsSupported: false)],
+            wantsReply: true))
+        let data = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 2, body: .data(origin: 1, targetNode: 0, targetMember: 0, frame: SeedTraffic.call().first ?? [0]))
+        let direct = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 3, body: .data(origin: 2, targetNode: 0x1111, targetMember: 1, frame: [1, 2, 3]))
+        let gone = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 4, body: .presence(members: [], wantsReply: false))
+        let use = RelayClusterTokenUse(node: node, sequence: 1, expiresAt: 1_800_000_000, tokenID: Array(0..<16))
+        return [presence.encoded, data.encoded, direct.encoded, gone.encoded, use.encoded]
     }
 
     private static func dcep() -> [[UInt8]] {

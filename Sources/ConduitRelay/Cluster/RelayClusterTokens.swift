@@ -1,8 +1,8 @@
-import ConduitRelayCore
+package import ConduitRelayCore
 
 /// "This relay admitted a join with this token" (`docs/wire-format.md`, "Relay cluster"): every
 /// relay of the cluster remembers the token ID and refuses a replay of it.
-struct RelayClusterTokenUse: Hashable, Sendable {
+package struct RelayClusterTokenUse: Hashable, Sendable {
     /// The subject every relay publishes its token uses on.
     static let subject = "conduit.relay.tokens"
     static let kind: UInt8 = 3
@@ -13,7 +13,14 @@ struct RelayClusterTokenUse: Hashable, Sendable {
     var expiresAt: UInt64
     var tokenID: [UInt8]
 
-    var encoded: [UInt8] {
+    package init(node: RelayNodeID, sequence: UInt64, expiresAt: UInt64, tokenID: [UInt8]) {
+        self.node = node
+        self.sequence = sequence
+        self.expiresAt = expiresAt
+        self.tokenID = tokenID
+    }
+
+    package var encoded: [UInt8] {
         var bytes: [UInt8] = [RelayClusterMessage.version, Self.kind]
         for value in [node.rawValue, sequence, expiresAt] {
             for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
@@ -23,7 +30,7 @@ struct RelayClusterTokenUse: Hashable, Sendable {
     }
 
     /// The message, or nil if `bytes` is not one.
-    static func parse(_ bytes: [UInt8]) -> RelayClusterTokenUse? {
+    package static func parse(_ bytes: [UInt8]) -> RelayClusterTokenUse? {
         guard bytes.count >= 27, bytes[0] == RelayClusterMessage.version, bytes[1] == kind,
             Int(bytes[26]) == bytes.count - 27, bytes[26] > 0
         else { return nil }
