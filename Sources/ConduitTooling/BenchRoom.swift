@@ -5,8 +5,9 @@ import ConduitCore
 import Glibc
 #endif
 
-/// `conduit bench --room`: a group room through a real relay process. N senders and M receivers
-/// (all in this process, on one clock) join one room on a `conduit relay` child; each sender sends
+/// `conduit bench --room`: a group room through real relay processes. N senders and M receivers
+/// (all in this process, on one clock) join one room on a `conduit relay` child (or on R of them
+/// clustered through a `nats-server`, members spread over them in turn); each sender sends
 /// its messages (reliable, rate cap off unless a rate is given) to everyone; every receiver checks
 /// that each sender's messages arrive exactly once and in order, and times each delivery from the
 /// instant its sender sent it. The relay's CPU time comes from its /proc entry, read after the
@@ -27,6 +28,10 @@ package struct BenchRoom: Sendable {
         package var secretFile: String
         /// More arguments for `conduit relay`.
         package var relayArguments: [String] = []
+        /// Relays; more than one run as a cluster through a `nats-server` the bench starts, the
+        /// members spread over them in turn.
+        package var relays = 1
+        package var natsServer = "/usr/sbin/nats-server"
         package var timeout = Duration.seconds(120)
         /// Signs a token for a peer of the bench's room (the relay's secret).
         package var token: @Sendable (RoomID, PeerID) -> String
@@ -40,6 +45,9 @@ package struct BenchRoom: Sendable {
         func validate() throws(ConduitError) {
             guard (1...64).contains(senders), (1...256).contains(receivers), senders + receivers <= 256 else {
                 throw ConduitError(.invalidConfiguration, "--senders must be 1...64, --receivers 1...256, together at most 256 (a room's default size)")
+            }
+            guard (1...8).contains(relays), relays <= receivers + senders else {
+                throw ConduitError(.invalidConfiguration, "--relays must be 1...8 and at most the number of members")
             }
             guard messages >= 1, (BenchRoomTally.headerSize...SessionType.reliableMessage.maxSendSize).contains(size), rate >= 0 else {
                 throw ConduitError(.invalidConfiguration, "--messages must be positive, --size \(BenchRoomTally.headerSize)...\(SessionType.reliableMessage.maxSendSize), --room-rate not negative")
@@ -69,6 +77,8 @@ package struct BenchRoom: Sendable {
         /// The relay process's user plus system CPU over the forwarding, and per forwarded message.
         package var relayCPUSeconds = 0.0
         package var relayCPUMicrosPerMessage = 0.0
+        /// Per relay: the messages it delivered to its own receivers per second, and its CPU seconds.
+        package var perRelay: [RelayFigures] = []
         package var ended = ""
 
         package init(senders: Int, receivers: Int, messagesPerSender: Int, size: Int, expected: Int) {
@@ -78,6 +88,12 @@ package struct BenchRoom: Sendable {
             self.size = size
             self.expected = expected
         }
+    }
+
+    /// One relay's share of a room run.
+    package struct RelayFigures: Sendable, Codable, Hashable {
+        package var forwardedMessagesPerSecond: Double
+        package var cpuSeconds: Double
     }
 
     package let runtime: ConduitRuntime
@@ -95,17 +111,10 @@ package struct BenchRoom: Sendable {
     /// that lost or reordered reliable messages returns a report saying so (`isComplete` false).
     package func run() async throws(ConduitError) -> Report {
         try options.validate()
-        let relay = try ChildProcess(
-            path: options.relayExecutable,
-            arguments: ["relay", options.transport, "--secret-file", options.secretFile, "--stats-interval", "86400", "--log-level", "warning"]
-                + options.relayArguments
-        )
-        defer { relay.kill() }
         let deadline = ContinuousClock.now + options.timeout
-        let prefix = "relay listening on "
-        guard let url = await relay.waitForLine(until: min(deadline, .now + .seconds(30)), { $0.hasPrefix(prefix) ? String($0.dropFirst(prefix.count)) : nil }) else {
-            throw ConduitError(.connectionFailed, "conduit relay did not start: \(relay.text().suffix(500))")
-        }
+        let processes = try await BenchRoomRelays(options: options, until: deadline)
+        defer { processes.stop() }
+        let urls = processes.urls
         var report = Report(senders: options.senders, receivers: options.receivers, messagesPerSender: options.messages, size: options.size,
                             expected: options.senders * options.messages * options.receivers)
         let tally = BenchRoomTally(senders: options.senders, expectedPerReceiver: options.senders * options.messages, receivers: options.receivers)
@@ -114,17 +123,17 @@ package struct BenchRoom: Sendable {
         defer { for reader in readers { reader.cancel() } }
         do throws(ConduitError) {
             for index in 0..<options.receivers {
-                let conference = try await join("receiver-\(index)", url: url)
+                let conference = try await join("receiver-\(index)", url: urls[index % urls.count])
                 members.append(conference)
                 readers.append(Task { await Self.receive(conference, receiver: index, tally: tally) })
             }
             var senders: [Conference] = []
             for index in 0..<options.senders {
-                let conference = try await join("sender-\(index)", url: url)
+                let conference = try await join("sender-\(index)", url: urls[(options.receivers + index) % urls.count])
                 senders.append(conference)
                 members.append(conference)
             }
-            let before = try ProcessCPU.seconds(of: relay.pid)
+            let before = try processes.cpuSeconds()
             let origin = ContinuousClock.now
             tally.start(origin: origin)
             do {
@@ -140,10 +149,15 @@ package struct BenchRoom: Sendable {
             // Every sender's close returned: the relay has all of it, so what is still on its way
             // arrives soon or not at all.
             report.ended = await tally.waitForAll(until: min(deadline, .now + .seconds(10))) ? "complete" : "timeout"
-            let cpu = try ProcessCPU.seconds(of: relay.pid) - before
+            let cpu = zip(try processes.cpuSeconds(), before).map { $0 - $1 }
             tally.fill(&report)
-            report.relayCPUSeconds = cpu
-            report.relayCPUMicrosPerMessage = report.delivered > 0 ? cpu * 1e6 / Double(report.delivered) : 0
+            report.relayCPUSeconds = cpu.reduce(0, +)
+            report.relayCPUMicrosPerMessage = report.delivered > 0 ? report.relayCPUSeconds * 1e6 / Double(report.delivered) : 0
+            let delivered = tally.deliveredPerReceiver()
+            report.perRelay = cpu.indices.map { relay in
+                let mine = delivered.indices.filter { $0 % urls.count == relay }.reduce(0) { $0 + delivered[$1] }
+                return RelayFigures(forwardedMessagesPerSecond: report.elapsedSeconds > 0 ? Double(mine) / report.elapsedSeconds : 0, cpuSeconds: cpu[relay])
+            }
         } catch {
             for member in members { try? await member.leave(timeout: .zero) }
             throw error

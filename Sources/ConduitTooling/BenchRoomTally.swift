@@ -9,6 +9,7 @@ package final class BenchRoomTally: Sendable {
     private struct State {
         var next: [[Int]]
         var delivered = 0
+        var deliveredTo: [Int]
         var duplicates = 0
         var outOfOrder = 0
         var bytes = 0
@@ -24,7 +25,7 @@ package final class BenchRoomTally: Sendable {
     private static let maxSamples = 4_000_000
 
     package init(senders: Int, expectedPerReceiver: Int, receivers: Int) {
-        state = TSanVisibleMutex(State(next: Array(repeating: Array(repeating: 0, count: senders), count: receivers)))
+        state = TSanVisibleMutex(State(next: Array(repeating: Array(repeating: 0, count: senders), count: receivers), deliveredTo: Array(repeating: 0, count: receivers)))
         self.expectedPerReceiver = expectedPerReceiver
         self.receivers = receivers
     }
@@ -61,6 +62,7 @@ package final class BenchRoomTally: Sendable {
             if seq > due { state.outOfOrder += 1 }
             state.next[receiver][sender] = seq + 1
             state.delivered += 1
+            state.deliveredTo[receiver] += 1
             state.bytes += bytes.count
             state.lastDelivery = now
             if let origin = state.origin, state.latencies.count < Self.maxSamples {
@@ -79,6 +81,9 @@ package final class BenchRoomTally: Sendable {
         }
         return true
     }
+
+    /// In-order deliveries so far, per receiver.
+    package func deliveredPerReceiver() -> [Int] { state.withLock { $0.deliveredTo } }
 
     package func fill(_ report: inout BenchRoom.Report) {
         state.withLock { state in

@@ -21,6 +21,12 @@ struct BenchRoomOptions: ParsableArguments {
     @Option(name: .customLong("room-rate"), help: "Room bench: messages per second per sender (0: as fast as the room takes them).")
     var rate = 0
 
+    @Option(help: "Room bench: relays; more than one run as a cluster through a nats-server the bench starts on 127.0.0.1, the members spread over them in turn.")
+    var relays = 1
+
+    @Option(name: .customLong("nats-server"), help: "Room bench: the nats-server executable, for --relays above 1 (Debian: nats-server).")
+    var natsServer = "/usr/sbin/nats-server"
+
     @Option(name: .customLong("relay-arg"), parsing: .unconditionalSingleValue, help: "Room bench: one more argument for 'conduit relay' (repeatable).")
     var relayArguments: [String] = []
 
@@ -44,6 +50,8 @@ struct BenchRoomOptions: ParsableArguments {
         options.rate = rate
         options.transport = transport ?? options.transport
         options.relayArguments = relayArguments
+        options.relays = relays
+        options.natsServer = natsServer
         var configuration = ConduitConfiguration()
         configuration.rateLimit = .unlimited
         let report: BenchRoom.Report
@@ -55,9 +63,12 @@ struct BenchRoomOptions: ParsableArguments {
         if json {
             try ReportOutput.printJSON(report)
         } else {
+            for (index, relay) in report.perRelay.enumerated() where report.perRelay.count > 1 {
+                print(String(format: "relay %d: %.0f messages/s to its receivers, CPU %.2f s", index, relay.forwardedMessagesPerSecond, relay.cpuSeconds))
+            }
             print(String(
-                format: "room: %d → %d over %@, %d × %d B per sender: %.0f forwarded messages/s, %.1f MB/s; latency p50 %.0f µs, p99 %.0f µs; relay CPU %.2f s (%.1f µs per forwarded message); %d of %d delivered, %d duplicates, %d out of order (%@)",
-                report.senders, report.receivers, options.transport, report.messagesPerSender, report.size,
+                format: "room: %d → %d through %d relay(s) over %@, %d × %d B per sender: %.0f forwarded messages/s, %.1f MB/s; latency p50 %.0f µs, p99 %.0f µs; relay CPU %.2f s (%.1f µs per forwarded message); %d of %d delivered, %d duplicates, %d out of order (%@)",
+                report.senders, report.receivers, options.relays, options.transport, report.messagesPerSender, report.size,
                 report.forwardedMessagesPerSecond, report.forwardedBytesPerSecond / 1e6, report.latencyP50Micros, report.latencyP99Micros,
                 report.relayCPUSeconds, report.relayCPUMicrosPerMessage, report.delivered, report.expected, report.duplicates, report.outOfOrder, report.ended
             ))

@@ -1,4 +1,5 @@
 import Conduit
+import ConduitNetworkTestSupport
 import ConduitRelay
 import ConduitTooling
 import ConduitUDP
@@ -19,6 +20,26 @@ struct BenchRoomTests {
           .enabled(if: conduit != nil, "needs the conduit executable beside the test bundle (swift build --build-tests builds it)"),
           .timeLimit(.minutes(2)))
     func roomThroughARelayProcess() async throws {
+        let report = try await Self.run(relays: 1, receivers: 3, messages: 300)
+        #expect(report.expected == 900)
+        #expect(report.isComplete, "\(report)")
+        #expect(report.ended == "complete")
+        #expect(report.forwardedMessagesPerSecond > 0 && report.forwardedBytesPerSecond == report.forwardedMessagesPerSecond * 512)
+        #expect(report.latencyP50Micros > 0 && report.latencyP99Micros >= report.latencyP50Micros)
+        #expect(report.perRelay.count == 1 && report.relayCPUSeconds == report.perRelay[0].cpuSeconds)
+    }
+
+    @Test("2 relays clustered through a nats-server the bench starts: 1 sender to 4 receivers, every delivery exactly once and in order, figures per relay",
+          .enabled(if: conduit != nil && NATSServerProcess.isInstalled, "needs the conduit executable and nats-server (Debian: nats-server)"),
+          .timeLimit(.minutes(2)))
+    func roomThroughTwoClusteredRelays() async throws {
+        let report = try await Self.run(relays: 2, receivers: 4, messages: 200)
+        #expect(report.isComplete, "\(report)")
+        #expect(report.perRelay.count == 2)
+        #expect(report.perRelay.allSatisfy { $0.forwardedMessagesPerSecond > 0 }, "each relay delivered to its own receivers: \(report.perRelay)")
+    }
+
+    static func run(relays: Int, receivers: Int, messages: Int) async throws -> BenchRoom.Report {
         let secret = (0..<32).map { UInt8($0 * 7 + 3) }
         let key = try RelaySecret(bytes: secret)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-room-test-\(UUID().uuidString)").path
@@ -29,20 +50,16 @@ struct BenchRoomTests {
                        expiresAt: RelayServer.unixTime() + 600).signed(with: key)
         }
         options.senders = 1
-        options.receivers = 3
-        options.messages = 300
+        options.receivers = receivers
+        options.messages = messages
         options.size = 512
+        options.relays = relays
+        if let nats = NATSServerProcess.executable { options.natsServer = nats }
         options.timeout = .seconds(90)
         var configuration = ConduitConfiguration()
         configuration.rateLimit = .unlimited
         let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
-        let report = try await BenchRoom(runtime: runtime, options: options).run()
-        #expect(report.expected == 900)
-        #expect(report.isComplete, "\(report)")
-        #expect(report.ended == "complete")
-        #expect(report.forwardedMessagesPerSecond > 0 && report.forwardedBytesPerSecond == report.forwardedMessagesPerSecond * 512)
-        #expect(report.latencyP50Micros > 0 && report.latencyP99Micros >= report.latencyP50Micros)
-        #expect(report.relayCPUSeconds >= 0)
+        return try await BenchRoom(runtime: runtime, options: options).run()
     }
 
     @Test("the tally sees a duplicate, a gap and a stranger's message, and counts only in-order deliveries")
