@@ -45,11 +45,17 @@ if [ "$#" -gt 0 ]; then
     echo "Scripts/test.sh: swift test --enable-all-traits $*"
     exec swift test --enable-all-traits "$@"
 fi
-# Two passes. The suites below load both cores with real sockets for seconds (hundreds of links,
-# pion peers echoing thousands of messages, a room with a receiver that stalls); run beside the
-# other 570 tests on a 2-core machine they starve them, and the wall-clock connect limits of the
-# loopback rooms run out. So they run second, on their own (about 15 s).
+# Three passes. The suites in `heavy` load both cores with real sockets for seconds (hundreds of
+# links, pion peers echoing thousands of messages, a room with a receiver that stalls); run beside
+# the other 650 tests on a 2-core machine they starve them, and the wall-clock connect limits of
+# the loopback rooms run out. So they run second, on their own (about 15 s). The suites in
+# `simulations` are synchronous virtual-time runs of two reliability engines (thousands of frames
+# each, 3-6 s in a debug build): each holds one of the two threads of Swift's cooperative pool for
+# that long, which stalled the tasks of every wall-clock test beside them (a loopback connect of
+# SendAcknowledgementTests used up its 5 s). They run last, on their own (about 5 s).
 heavy="PionSCTPParityTests|RelayBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
-echo "Scripts/test.sh: swift test --enable-all-traits --skip \"$heavy\", then --filter \"$heavy\""
-swift test --enable-all-traits --skip "$heavy"
-exec swift test --enable-all-traits --skip-build --filter "$heavy"
+simulations="ReliabilityRateTests|PathMTUDiscoveryTests"
+echo "Scripts/test.sh: swift test --enable-all-traits --skip \"$heavy|$simulations\", then --filter \"$heavy\", then --filter \"$simulations\""
+swift test --enable-all-traits --skip "$heavy|$simulations"
+swift test --enable-all-traits --skip-build --filter "$heavy"
+exec swift test --enable-all-traits --skip-build --filter "$simulations"

@@ -63,6 +63,21 @@ enum ShellBlocks {
             output: ["send: 100 of 100 reliable-message messages", "listen: all 100 expected messages arrived"]
         ),
         ShellBlock(
+            name: "three relays clustered through NATS on one machine",
+            text: #"""
+            nats-server -a 127.0.0.1 -p 4222 &
+            head -c 32 /dev/urandom > /tmp/secret
+            for port in 7001 7002 7003; do
+              conduit relay udp://127.0.0.1:$port --secret-file /tmp/secret --cluster nats://127.0.0.1:4222 &
+            done
+            conduit join udp://127.0.0.1:7002 --room standup --as bob \
+                --token "$(conduit token --secret-file /tmp/secret --room standup --peer bob)" --expect 100 &
+            conduit join udp://127.0.0.1:7001 --room standup --as alice \
+                --token "$(conduit token --secret-file /tmp/secret --room standup --peer alice)" --stream 100 --count 100
+            """#,
+            allowListed: "starts relays and a nats-server that run until killed, on fixed ports; BenchRoomTests runs the same (conduit relay processes clustered through a nats-server of its own, members joining both) on ports the processes pick."
+        ),
+        ShellBlock(
             name: "pion data channels by hand",
             text: #"""
             apt-get install golang-go golang-github-pion-sctp-dev golang-github-pion-datachannel-dev
