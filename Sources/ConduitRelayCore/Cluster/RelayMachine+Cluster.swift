@@ -72,7 +72,7 @@ extension RelayMachine {
 
     /// Makes this relay one node of a cluster: from now on members of its rooms are announced to
     /// the other relays and routed frames for their members are handed out as messages
-    /// (``pollClusterMessage()``); ``handleCluster(_:now:)`` takes theirs. `liveness` says how
+    /// (``pollClusterMessage()``); `handleCluster(_:now:)` takes theirs (their bytes or parsed). `liveness` says how
     /// often this relay announces its members again and when another relay that fell silent is
     /// taken for dead (its members reported left). Once only.
     public mutating func joinCluster(as node: RelayNodeID, liveness: RelayClusterLiveness = .init(), now: ConduitInstant) {
