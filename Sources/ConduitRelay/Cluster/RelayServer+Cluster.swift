@@ -6,7 +6,7 @@ extension RelayServer {
     /// relay of it. Members joined at another relay appear in this relay's peer lists (with member
     /// numbers of this relay), and frames routed to the whole main room or to one member cross
     /// relays in order, each relay's room stream numbered so that a message NATS lost is counted
-    /// (``RelayStatistics/cluster``). Needs the NATS package trait. Once per relay.
+    /// (`RelayStatistics.cluster`). Needs the NATS package trait. Once per relay.
     ///
     /// A token admitted at one relay is refused at every other once they heard of it (a replay
     /// within NATS's delivery time of the first use can still pass at another relay).
