@@ -3,6 +3,8 @@ import ConduitCore
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin  // no /proc there: ProcessCPU says so with a typed error
 #endif
 
 /// `conduit bench --room`: a group room through real relay processes. N senders and M receivers
