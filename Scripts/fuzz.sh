@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Fuzzes Conduit's parsers with libFuzzer and AddressSanitizer (issue 18).
 #
-#   bash Scripts/fuzz.sh [target...] [--seconds N | --runs N]     (default: every target, 60 s each)
+#   bash Scripts/fuzz.sh [target...] [--seconds N | --runs N] [--jobs N]
+#                                     (default: every target, 60 s each, as many at once as cores)
 #   bash Scripts/fuzz.sh --list
 #
 # Builds `conduit-fuzz` once (CONDUIT_FUZZ=1, --sanitize fuzzer --sanitize address, scratch path
-# .build-fuzz, every trait), then runs each target in turn from its seeds in Fuzz/corpus/<target>
+# .build-fuzz, every trait), then runs the targets (each one libFuzzer process on one core, so
+# --jobs of them side by side) from their seeds in Fuzz/corpus/<target>
 # (read only: what libFuzzer adds goes to .build-fuzz/corpus/<target>). A finding (a crash, an
 # AddressSanitizer report, a broken invariant, a leak, an input that takes over 10 s) stops that
 # target; its input is saved as Fuzz/findings/<target>/crash-<sha1> (or leak-, timeout-, oom-) and
@@ -18,12 +20,15 @@ scratch=.build-fuzz
 limit=(-max_total_time=60)
 targets=()
 list=false
+jobs="$(nproc 2>/dev/null || echo 1)"
+
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) limit=(-max_total_time="$2"); shift 2 ;;
         --runs) limit=(-runs="$2"); shift 2 ;;
+        --jobs) jobs="$2"; shift 2 ;;
         --list) list=true; shift ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         -*) echo "Scripts/fuzz.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -44,32 +49,47 @@ available=($(CONDUIT_FUZZ_TARGET=list "$binary" 2>/dev/null))
 if $list; then printf '%s\n' "${available[@]}"; exit 0; fi
 [ ${#targets[@]} -gt 0 ] || targets=("${available[@]}")
 
-failed=()
 for target in "${targets[@]}"; do
     if ! printf '%s\n' "${available[@]}" | grep -qx -- "$target"; then
         echo "Scripts/fuzz.sh: no target '$target' (targets: ${available[*]})" >&2; exit 2
     fi
-    work="$scratch/corpus/$target"
-    findings="Fuzz/findings/$target"
+done
+
+# One target: its libFuzzer run, then a summary (or the finding) printed in one piece, so targets
+# running side by side do not interleave their lines. Exit status 1 on a finding.
+fuzz_target() {
+    local target="$1" work="$scratch/corpus/$1" findings="Fuzz/findings/$1" log="$scratch/fuzz-$1.log"
     mkdir -p "$work" "$findings"
-    seeds=("Fuzz/corpus/$target")
+    local seeds=("Fuzz/corpus/$target")
     [ -d "Fuzz/regressions/$target" ] && seeds+=("Fuzz/regressions/$target")
-    echo "== $target (${limit[*]})"
-    log="$scratch/fuzz-$target.log"
     # SWIFT_BACKTRACE off: the runtime's backtracer, reading memory after a trap, trips
     # AddressSanitizer itself and buries the finding's message.
     if CONDUIT_FUZZ_TARGET="$target" SWIFT_BACKTRACE=enable=no ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
         "$binary" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$findings/" "$work" "${seeds[@]}" >"$log" 2>&1; then
-        grep -E "^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|^#[0-9]+.*DONE" "$log" | tr '\n' ' '
-        echo "corpus: $(ls "$work" | wc -l) files"
+        echo "== $target (${limit[*]}) $(grep -E "^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|^#[0-9]+.*DONE" "$log" | tr '\n' ' ')corpus: $(ls "$work" | wc -l) files"
         rmdir "$findings" 2>/dev/null || true
     else
-        tail -40 "$log"
-        echo "Scripts/fuzz.sh: FINDING in $target: $(ls "$findings" | tr '\n' ' ') (under $findings; log $log)"
-        failed+=("$target")
+        { echo "== $target (${limit[*]})"; tail -40 "$log"
+          echo "Scripts/fuzz.sh: FINDING in $target: $(ls "$findings" | tr '\n' ' ') (under $findings; log $log)"; }
+        return 1
     fi
+}
+
+failed=()
+pids=()
+names=()
+reap() { # waits for the oldest running target
+    if ! wait "${pids[0]}"; then failed+=("${names[0]}"); fi
+    pids=("${pids[@]:1}"); names=("${names[@]:1}")
+}
+echo "Scripts/fuzz.sh: ${#targets[@]} targets, $jobs at a time"
+for target in "${targets[@]}"; do
+    [ ${#pids[@]} -ge "$jobs" ] && reap
+    fuzz_target "$target" &
+    pids+=($!); names+=("$target")
 done
+while [ ${#pids[@]} -gt 0 ]; do reap; done
 if [ ${#failed[@]} -gt 0 ]; then
     echo "Scripts/fuzz.sh: findings in ${failed[*]}"
     exit 1

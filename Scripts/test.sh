@@ -53,8 +53,7 @@ fi
 # each, 3-6 s in a debug build): each holds one of the two threads of Swift's cooperative pool for
 # that long, which stalled the tasks of every wall-clock test beside them (a loopback connect of
 # SendAcknowledgementTests used up its 5 s). They run last, on their own (about 5 s).
-heavy="PionSCTPParityTests|RelayBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
-simulations="ReliabilityRateTests|PathMTUDiscoveryTests"
+source Scripts/suites.sh  # heavy and simulations: the suites named above
 echo "Scripts/test.sh: swift test --enable-all-traits --skip \"$heavy|$simulations\", then --filter \"$heavy\", then --filter \"$simulations\""
 swift test --enable-all-traits --skip "$heavy|$simulations"
 swift test --enable-all-traits --skip-build --filter "$heavy"
