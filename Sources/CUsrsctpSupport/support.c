@@ -50,14 +50,20 @@ void conduit_sctp_init(conduit_sctp_output output, conduit_sctp_debug_sink debug
     usrsctp_sysctl_set_sctp_delayed_sack_time_default(20);
 }
 
-int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu) {
+// usrsctp supports I-DATA but its public header leaves the option out (FreeBSD's sctp.h has it).
+#ifndef SCTP_INTERLEAVING_SUPPORTED
+#define SCTP_INTERLEAVING_SUPPORTED 0x00001206
+#endif
+
+int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *context, struct conduit_sctp_settings settings) {
     if (usrsctp_set_upcall(so, upcall, context) < 0) return errno;
     if (usrsctp_set_non_blocking(so, 1) < 0) return errno;
     int on = 1;
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on) < 0) return errno;
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RECVRCVINFO, &on, sizeof on) < 0) return errno;
-    int size = (int)buffer_bytes;
+    int size = (int)settings.send_buffer_bytes;
     usrsctp_setsockopt(so, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    size = (int)settings.receive_buffer_bytes;
     usrsctp_setsockopt(so, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
     struct sctp_assoc_value reset = {.assoc_id = SCTP_ALL_ASSOC, .assoc_value = SCTP_ENABLE_RESET_STREAM_REQ};
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_ENABLE_STREAM_RESET, &reset, sizeof reset) < 0) {
@@ -65,8 +71,8 @@ int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *
         if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_ENABLE_STREAM_RESET, &reset, sizeof reset) < 0) return errno;
     }
     struct sctp_initmsg init = {
-        .sinit_num_ostreams = streams, .sinit_max_instreams = streams,
-        .sinit_max_attempts = init_attempts, .sinit_max_init_timeo = 0,
+        .sinit_num_ostreams = settings.streams, .sinit_max_instreams = settings.streams,
+        .sinit_max_attempts = settings.init_attempts, .sinit_max_init_timeo = 0,
     };
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_INITMSG, &init, sizeof init) < 0) return errno;
     const uint16_t events[] = {SCTP_ASSOC_CHANGE, SCTP_STREAM_RESET_EVENT, SCTP_SHUTDOWN_EVENT, SCTP_SEND_FAILED_EVENT};
@@ -77,27 +83,52 @@ int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *
             if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event) < 0) return errno;
         }
     }
+    // Streams with data queued are served lowest SCTP_SS_VALUE first, round-robin among equals
+    // (usrsctp's default is round-robin only): a session's priority reaches the wire order.
+    // Best effort, like the path parameters below: an accepted socket inherits its listener's
+    // scheduler and I-DATA offer (both settled by the handshake) and may refuse them again.
+    struct sctp_assoc_value scheduler = {.assoc_id = SCTP_FUTURE_ASSOC, .assoc_value = SCTP_SS_PRIORITY};
+    usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_PLUGGABLE_SS, &scheduler, sizeof scheduler);
+    if (settings.interleaving) {
+        // RFC 8260 needs the socket to accept interleaved partial deliveries (level 2) first.
+        int level = 2;
+        struct sctp_assoc_value interleaving = {.assoc_id = SCTP_FUTURE_ASSOC, .assoc_value = 1};
+        if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_FRAGMENT_INTERLEAVE, &level, sizeof level) == 0)
+            usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_INTERLEAVING_SUPPORTED, &interleaving, sizeof interleaving);
+    }
     // There is no path MTU discovery over our UDP sockets: packets are exactly as large as asked.
     struct sctp_paddrparams paddr;
     memset(&paddr, 0, sizeof paddr);
     paddr.spp_assoc_id = SCTP_FUTURE_ASSOC;
     paddr.spp_flags = SPP_PMTUD_DISABLE;
-    paddr.spp_pathmtu = mtu;
+    paddr.spp_pathmtu = settings.mtu;
     // Best effort: an accepted socket inherits its listener's setting and may refuse it again.
     usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &paddr, sizeof paddr);
     return 0;
 }
 
-struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu) {
+struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, struct conduit_sctp_settings settings) {
     struct socket *so = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
     if (so == NULL) return NULL;
-    int error = conduit_sctp_configure(so, upcall, context, streams, init_attempts, buffer_bytes, mtu);
+    int error = conduit_sctp_configure(so, upcall, context, settings);
     if (error != 0) {
         usrsctp_close(so);
         errno = error;
         return NULL;
     }
     return so;
+}
+
+int conduit_sctp_set_stream_priority(struct socket *so, uint16_t stream, uint16_t value) {
+    struct sctp_stream_value priority = {.assoc_id = SCTP_CURRENT_ASSOC, .stream_id = stream, .stream_value = value};
+    return usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_SS_VALUE, &priority, sizeof priority) < 0 ? errno : 0;
+}
+
+int conduit_sctp_interleaving(struct socket *so) {
+    struct sctp_assoc_value value = {.assoc_id = SCTP_CURRENT_ASSOC, .assoc_value = 0};
+    socklen_t length = sizeof value;
+    if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_INTERLEAVING_SUPPORTED, &value, &length) < 0) return -1;
+    return value.assoc_value != 0;
 }
 
 static struct sockaddr_conn conn_address(uintptr_t address, uint16_t port) {

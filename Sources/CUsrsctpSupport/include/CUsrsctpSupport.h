@@ -23,11 +23,30 @@ typedef void (*conduit_sctp_upcall)(struct socket *socket, void *context, int fl
 /// CRC32c computed and checked in software, PR-SCTP and stream reconfiguration on.
 void conduit_sctp_init(conduit_sctp_output output, conduit_sctp_debug_sink debug, int debug_on, uint32_t buffer_bytes);
 
+/// What one association is set up with (SCTPLimits on the Swift side).
+struct conduit_sctp_settings {
+    uint16_t streams;
+    uint16_t init_attempts;
+    /// The SCTP packet size (= UDP payload), fixed, with path MTU discovery off.
+    uint32_t mtu;
+    /// SO_SNDBUF and SO_RCVBUF: the receive buffer is the window advertised to the peer.
+    uint32_t send_buffer_bytes;
+    uint32_t receive_buffer_bytes;
+    /// Offer I-DATA (RFC 8260): messages of different streams interleave when the peer agrees.
+    int interleaving;
+};
+
 /// A non-blocking one-to-one AF_CONN socket with the options data channels need, or NULL (errno).
-struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu);
+struct socket *conduit_sctp_socket(conduit_sctp_upcall upcall, void *context, struct conduit_sctp_settings settings);
 /// Applies the per-association options again (an accepted socket) and installs the upcall.
-/// `mtu`: the SCTP packet size (= UDP payload), fixed, with path MTU discovery off.
-int conduit_sctp_configure(struct socket *socket, conduit_sctp_upcall upcall, void *context, uint16_t streams, uint16_t init_attempts, uint32_t buffer_bytes, uint32_t mtu);
+/// The stream scheduler is usrsctp's priority scheduler (SCTP_SS_PRIORITY; see
+/// conduit_sctp_set_stream_priority), equal priorities served round-robin.
+int conduit_sctp_configure(struct socket *socket, conduit_sctp_upcall upcall, void *context, struct conduit_sctp_settings settings);
+/// The scheduling priority of outgoing `stream` (SCTP_SS_VALUE): lower values are sent first.
+/// 0, or an errno value.
+int conduit_sctp_set_stream_priority(struct socket *socket, uint16_t stream, uint16_t value);
+/// 1 when the association negotiated I-DATA (RFC 8260), 0 when not, -1 on error.
+int conduit_sctp_interleaving(struct socket *socket);
 
 /// 0, or an errno value. `address` is the AF_CONN address (our association ID), `port` the SCTP port.
 int conduit_sctp_bind(struct socket *socket, uintptr_t address, uint16_t port);

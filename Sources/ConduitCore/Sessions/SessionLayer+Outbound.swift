@@ -7,10 +7,13 @@ extension SessionLayer {
         if outbound[key] != nil { outboundOrder.removeAll { $0 == key } }
         outbound[key] = OutboundSessionState(
             type: type, subgroupID: subgroupID, configuration: configuration, options: options, now: now,
-            tag: .session(stream: key.streamID, subgroupID: subgroupID, type: type)
+            tag: .session(stream: key.streamID, subgroupID: subgroupID, type: type, priority: options.priority)
         )
         outboundOrder.append(key)
-        sendSessionControl(.sessionOpen(streamID: key.streamID, subgroupID: subgroupID, subgroup: key.subgroup, type: type), stream: key.streamID, subgroupID: subgroupID)
+        sendSessionControl(
+            .sessionOpen(streamID: key.streamID, subgroupID: subgroupID, subgroup: key.subgroup, type: type),
+            stream: key.streamID, subgroupID: subgroupID, priority: options.priority
+        )
     }
 
     /// The type of outbound session `key`, or nil if there is none.
@@ -93,8 +96,11 @@ extension SessionLayer {
     /// The closing session's queue has drained: announce the close after its last data frame.
     mutating func finishClosing(_ key: SessionKey) {
         closeOutbound(key, reason: .sessionEnd)
-        guard !isEnded, let subgroupID = outbound[key]?.subgroupID else { return }
-        sendSessionControl(.sessionClose(streamID: key.streamID, subgroupID: subgroupID, reason: .sessionEnd), stream: key.streamID, subgroupID: subgroupID)
+        guard !isEnded, let session = outbound[key] else { return }
+        sendSessionControl(
+            .sessionClose(streamID: key.streamID, subgroupID: session.subgroupID, reason: .sessionEnd),
+            stream: key.streamID, subgroupID: session.subgroupID, priority: session.tag.priority
+        )
     }
 
     /// Closes an outbound session now, discarding what it still has queued.

@@ -100,8 +100,8 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
     }
 
     /// Queues a session's control frame, on the session's channel (so it never overtakes the data before it).
-    package mutating func sendSessionControl(_ frame: ControlFrame, stream: StreamID, subgroupID: UInt16) {
-        controlOut.append(TaggedFrame(Host.wrapControl(frame.encoded), tag: .session(stream: stream, subgroupID: subgroupID, type: nil)))
+    package mutating func sendSessionControl(_ frame: ControlFrame, stream: StreamID, subgroupID: UInt16, priority: OutboundSessionOptions.Priority = .low) {
+        controlOut.append(TaggedFrame(Host.wrapControl(frame.encoded), tag: .session(stream: stream, subgroupID: subgroupID, type: nil, priority: priority)))
     }
 
     /// Ends every session: outbound ones close with `reason`, accepted inbound ones too. Sessions

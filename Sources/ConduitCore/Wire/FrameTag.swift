@@ -21,12 +21,22 @@ public struct FrameTag: Sendable, Hashable {
     /// The frame must not overtake any frame written before it, on any channel (a goodbye, a
     /// leave): a link with independent channels holds it until those are acknowledged.
     public var isBarrier: Bool
+    /// The priority of the frame's session, for links that schedule their channels themselves
+    /// (`sctp+udp://` sets its stream's SCTP scheduling priority from it): the session layer has
+    /// already shared the link by priority, this orders what waits below it.
+    public var priority: OutboundSessionOptions.Priority
 
-    /// Makes a tag; the defaults are those of an untagged frame.
-    public init(channel: UInt32 = FrameTag.controlChannel, delivery: Reliability = .reliableOrdered, isBarrier: Bool = false) {
+    /// Makes a tag; the defaults are those of an untagged frame. `priority` nil: `high` on the
+    /// control channel (its frames go before data, as the session layer sends them), `low`
+    /// (WebRTC's default) elsewhere.
+    public init(
+        channel: UInt32 = FrameTag.controlChannel, delivery: Reliability = .reliableOrdered, isBarrier: Bool = false,
+        priority: OutboundSessionOptions.Priority? = nil
+    ) {
         self.channel = channel
         self.delivery = delivery
         self.isBarrier = isBarrier
+        self.priority = priority ?? (channel == FrameTag.controlChannel ? .high : .low)
     }
 
     /// The channel of a call's or conference's own frames (hello, goodbye, room control).
@@ -51,10 +61,10 @@ public struct FrameTag: Sendable, Hashable {
     @inlinable public static func labeledChannel(_ channelID: UInt16) -> UInt32 { 0xFFFE_0000 | UInt32(channelID) }
 
     /// A data session's frame: data with the session type's delivery, control reliable and ordered.
-    public static func session(stream: StreamID, subgroupID: UInt16, type: SessionType?) -> FrameTag {
+    public static func session(stream: StreamID, subgroupID: UInt16, type: SessionType?, priority: OutboundSessionOptions.Priority = .low) -> FrameTag {
         FrameTag(
             channel: sessionChannel(stream: UInt16(truncatingIfNeeded: stream.rawValue), subgroupID: subgroupID),
-            delivery: type.map(Reliability.for) ?? .reliableOrdered
+            delivery: type.map(Reliability.for) ?? .reliableOrdered, priority: priority
         )
     }
 

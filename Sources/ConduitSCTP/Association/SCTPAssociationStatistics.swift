@@ -1,4 +1,5 @@
 #if SCTP
+import CUsrsctpSupport
 import ConduitCore
 
 #if canImport(Glibc)
@@ -40,7 +41,8 @@ public struct SCTPAssociationStatistics: Sendable, Hashable {
     public var channelCollisions = 0
     /// Messages with a PPID data channels do not use (52, 54, or unknown); their channel is closed (RFC 8831 section 6.6).
     public var droppedPPID = 0
-    /// Messages larger than ``DataChannel/maxMessageSize``.
+    /// Messages larger than ``DataChannel/maxMessageSize``, or read in parts while other partly
+    /// read messages already held eight times that (interleaved partial delivery, I-DATA).
     public var droppedOversize = 0
     /// Packets whose CRC32c was wrong (corrupted on the way), dropped before usrsctp saw them.
     public var droppedChecksum = 0
@@ -48,6 +50,10 @@ public struct SCTPAssociationStatistics: Sendable, Hashable {
     public var resetsRefused = 0
     /// Partially reliable messages usrsctp abandoned (their retransmission limit or lifetime ran out).
     public var sendsAbandoned = 0
+    /// Streams whose scheduling priority usrsctp refused to set (they keep its default, the highest).
+    public var priorityRefused = 0
+    /// Whether the association negotiated I-DATA (RFC 8260): messages of different streams interleave.
+    public var interleaving = false
     /// All counters at zero.
     public init() {}
 }
@@ -62,6 +68,20 @@ struct SCTPLimits: Sendable {
     var mtu: UInt32 = 1232
     /// Largest message read (bigger ones are dropped and counted) or sent.
     var maxMessageSize = DataChannel.maxMessageSize
+    /// usrsctp's send buffer (SO_SNDBUF): what may wait below the session scheduler.
+    var sendBufferBytes: UInt32 = SCTPStack.bufferBytes
+    /// The receive buffer (SO_RCVBUF), which is the window the peer may fill ahead of the reader.
+    var receiveBufferBytes: UInt32 = SCTPStack.bufferBytes
+    /// Offer I-DATA (RFC 8260).
+    var interleaving = true
+
+    /// The same, as the C shim takes them.
+    var settings: conduit_sctp_settings {
+        conduit_sctp_settings(
+            streams: streams, init_attempts: initAttempts, mtu: mtu,
+            send_buffer_bytes: sendBufferBytes, receive_buffer_bytes: receiveBufferBytes, interleaving: interleaving ? 1 : 0
+        )
+    }
 }
 
 enum SCTPErrors {

@@ -11,6 +11,12 @@ import Musl
 import Darwin
 #endif
 
+/// A message read in parts so far; past the size limit only the fact is kept, to count its drop.
+struct PartialMessage {
+    var bytes: [UInt8] = []
+    var isOversize = false
+}
+
 /// Reading the socket: user messages, DCEP and notifications, gathered from partial reads, and
 /// only while the readers' inboxes have room (otherwise SCTP's receive window does the waiting).
 extension SCTPConnection {
@@ -42,17 +48,27 @@ extension SCTPConnection {
                 return
             }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            if isEnd == 0 || !partial.isEmpty || partialIsOversize {
-                // Part of a larger message: gather it, within the message size limit.
-                if partial.count + count > limits.maxMessageSize { partialIsOversize = true; partial = [] }
-                if !partialIsOversize { partial.append(contentsOf: chunk) }
-                guard isEnd != 0 else { continue }
-                defer { partial = []; partialIsOversize = false }
-                if partialIsOversize {
+            let key = isNotification != 0 ? -1 : Int(stream)
+            if isEnd == 0 || partials[key] != nil {
+                // Part of a larger message: gather it, within the message size limit and the
+                // limit of all partly read messages together (past either, it is dropped, counted).
+                var part = partials.removeValue(forKey: key) ?? PartialMessage()
+                partialBytes -= part.bytes.count
+                if part.bytes.count + count > limits.maxMessageSize || partialBytes + part.bytes.count + count > Self.maxPartialBytes {
+                    part.isOversize = true
+                    part.bytes = []
+                }
+                if !part.isOversize { part.bytes.append(contentsOf: chunk) }
+                guard isEnd != 0 else {
+                    partialBytes += part.bytes.count
+                    partials[key] = part
+                    continue
+                }
+                if part.isOversize {
                     statistics.droppedOversize += 1
                     continue
                 }
-                partial.withUnsafeBytes { handle(isNotification != 0, stream: stream, ppid: ppid, $0) }
+                part.bytes.withUnsafeBytes { handle(isNotification != 0, stream: stream, ppid: ppid, $0) }
             } else {
                 handle(isNotification != 0, stream: stream, ppid: ppid, chunk)
             }

@@ -38,8 +38,14 @@ final class SCTPConnection: @unchecked Sendable {
     var channels: [UInt16: ChannelRecord] = [:]
     private var pendingSends = Deque<PendingSend>()
     private var serviceScheduled = false
-    var partial: [UInt8] = []
-    var partialIsOversize = false
+    /// Messages read in parts, per stream (notifications under -1): with I-DATA (fragment
+    /// interleave level 2) usrsctp may hand out parts of messages of different streams in turn.
+    var partials: [Int: PartialMessage] = [:]
+    /// Bytes held in `partials`, at most ``maxPartialBytes``.
+    var partialBytes = 0
+    /// What partly read messages may hold together: eight messages of the largest size, so a
+    /// peer that starts many large messages at once cannot grow it without bound.
+    static let maxPartialBytes = 8 * DataChannel.maxMessageSize
     /// The peer shut down (SHUTDOWN received, reads at their end): the association stays up until
     /// what this side sent is acknowledged (RFC 9260 section 9.2), so that can still be seen.
     var peerIsShuttingDown = false
@@ -52,6 +58,8 @@ final class SCTPConnection: @unchecked Sendable {
     let linkInbox: SCTPInbox<[UInt8]>
     /// Conduit mode: our stream per Conduit link channel (`FrameTag.channel`).
     var conduitStreams: [UInt32: UInt16] = [:]
+    /// Conduit mode: the scheduling value (SCTP_SS_VALUE) set on each of our streams that carries a session.
+    var streamPriorities: [UInt16: UInt16] = [:]
     /// Channels mode: channels the peer opened, for `acceptChannel`.
     let acceptInbox: SCTPInbox<DataChannel>
     /// Called once the mode is known on the accepting side (the listener hands the association on).
@@ -99,7 +107,7 @@ final class SCTPConnection: @unchecked Sendable {
     func startConnecting() -> EventLoopFuture<Void> {
         let promise = stack.loop.makePromise(of: Void.self)
         establishedPromise = promise
-        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes, limits.mtu) else {
+        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.settings) else {
             fail(connecting: SCTPErrors.system("cannot create an SCTP socket", errno))
             return promise.futureResult
         }
@@ -115,7 +123,7 @@ final class SCTPConnection: @unchecked Sendable {
 
     /// Server: a listening socket for this one peer; its association is accepted when it is up.
     func startListening() throws(ConduitError) {
-        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes, limits.mtu) else {
+        guard let socket = conduit_sctp_socket(sctpUpcall, SCTPStack.pointer(address), limits.settings) else {
             throw SCTPErrors.system("cannot create an SCTP socket", errno)
         }
         listeningSocket = socket
@@ -142,6 +150,7 @@ final class SCTPConnection: @unchecked Sendable {
     func established() {
         guard state == .connecting else { return }
         state = .established
+        if let socket { statistics.interleaving = conduit_sctp_interleaving(socket) == 1 }
         let promise = establishedPromise
         establishedPromise = nil
         promise?.succeed()
@@ -191,7 +200,7 @@ final class SCTPConnection: @unchecked Sendable {
     private func service() {
         if socket == nil, let listening = listeningSocket {
             guard let accepted = conduit_sctp_accept(listening) else { return }
-            _ = conduit_sctp_configure(accepted, sctpUpcall, SCTPStack.pointer(address), limits.streams, limits.initAttempts, SCTPStack.bufferBytes, limits.mtu)
+            _ = conduit_sctp_configure(accepted, sctpUpcall, SCTPStack.pointer(address), limits.settings)
             socket = accepted
             listeningSocket = nil
             usrsctp_close(listening)

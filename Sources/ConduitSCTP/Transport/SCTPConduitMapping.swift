@@ -42,6 +42,18 @@ public enum SCTPConduitMapping {
         isReliable: true, isOrdered: true, supportsPartialReliability: true, maxDatagramSize: mtu, mtu: mtu
     )
 
+    /// The value usrsctp's priority scheduler (SCTP_SS_PRIORITY) gives a session's stream: lower
+    /// is sent first, so `high` is 0 (the default of a stream never set, such as the call's own).
+    static func schedulingValue(_ priority: OutboundSessionOptions.Priority) -> UInt16 {
+        UInt16(OutboundSessionOptions.Priority.high.rawValue - priority.rawValue)
+    }
+
+    /// The priority a channel's DATA_CHANNEL_OPEN announces: WebRTC's values for its
+    /// `RTCPriorityType` (RFC 8831 section 6.4; W3C webrtc-priority): 128, 256, 512, 1024.
+    static func channelPriority(_ priority: OutboundSessionOptions.Priority) -> UInt16 {
+        UInt16(128 << priority.rawValue)
+    }
+
     /// The label of the channel for Conduit link channel `key`, whose first frame is `frame`.
     static func label(forChannel key: UInt32, type: SessionType?) -> String {
         guard key != FrameTag.controlChannel else { return callLabel }

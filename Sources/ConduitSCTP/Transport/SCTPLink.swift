@@ -1,5 +1,6 @@
 #if SCTP
 public import ConduitCore
+import CUsrsctpSupport
 import NIOCore
 import Synchronization
 
@@ -140,25 +141,39 @@ public final class SCTPLink: TransportLink {
 }
 
 extension SCTPConnection {
-    /// The stream and delivery of one Conduit frame, as its writer tagged it, opening its channel on first use.
+    /// The stream and delivery of one Conduit frame, as its writer tagged it, opening its channel
+    /// on first use and giving its stream the tag's priority.
     func conduitStream(for frame: UnsafeRawBufferPointer, tag: FrameTag) throws(ConduitError) -> (UInt16, Reliability) {
         let (key, delivery) = (tag.channel, tag.delivery)
         var streamDelivery = delivery
         if let stream = conduitStreams[key] {
             if channels[stream]?.acked != true { streamDelivery.ordered = true }
+            if key != FrameTag.controlChannel { schedule(stream, tag.priority) }
             return (stream, streamDelivery)
         }
         let type = SCTPConduitMapping.sessionType(of: frame)
         let reliability = type.map(Reliability.for) ?? delivery
         let open = DataChannelOpen(
             reliability: reliability,
+            priority: SCTPConduitMapping.channelPriority(tag.priority),
             label: SCTPConduitMapping.label(forChannel: key, type: type),
             protocol: SCTPConduitMapping.protocolName
         )
         let (stream, _) = try openChannel(open, withHandle: false)
         conduitStreams[key] = stream
         streamDelivery.ordered = true
+        schedule(stream, tag.priority)
         return (stream, streamDelivery)
+    }
+
+    /// Sets `stream`'s scheduling value when it changes (a session reopened with another
+    /// priority reuses its channel). A refusal leaves the stream at usrsctp's default, the
+    /// highest, and is counted.
+    private func schedule(_ stream: UInt16, _ priority: OutboundSessionOptions.Priority) {
+        let value = SCTPConduitMapping.schedulingValue(priority)
+        guard streamPriorities[stream] != value, let socket else { return }
+        streamPriorities[stream] = value
+        if conduit_sctp_set_stream_priority(socket, stream, value) != 0 { statistics.priorityRefused += 1 }
     }
 }
 #endif

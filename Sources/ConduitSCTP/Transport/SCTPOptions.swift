@@ -3,7 +3,8 @@ public import ConduitCore
 
 /// The options of an `sctp+udp://HOST:PORT?...` URL, as typed fields
 /// (``SCTPTransport/Configuration``): ``init(_:listening:)`` is the one parse of the query;
-/// ``init(sctpPort:connectTimeoutMilliseconds:streams:initAttempts:mtu:)`` makes one from values.
+/// ``init(sctpPort:connectTimeoutMilliseconds:streams:initAttempts:mtu:sendBufferBytes:receiveBufferBytes:interleaving:)``
+/// makes one from values.
 ///
 /// - `sctp-port`: the SCTP port of both ends (default 5000, as WebRTC uses, RFC 8841 section 5).
 /// - `connect-timeout-ms`: how long `connect` retransmits its INIT before giving up. Overrides the
@@ -20,10 +21,25 @@ public import ConduitCore
 ///   1,500-byte IP packet, which is what usrsctp's own UDP encapsulation (and so `tsctp`) sends
 ///   by default. Loopback has no smaller hop, and 1472 still fits relays that read 2 KiB datagrams
 ///   (`conduit impair`). A large value (64000) cuts per-packet work many times over on loopback.
+/// - `send-buffer`: usrsctp's send buffer in bytes (default and least 262144, the largest message,
+///   up to 67108864: a message must fit whole, or it could never be sent): what may wait below
+///   Conduit's session scheduler, where priorities no longer reorder it.
+/// - `receive-buffer`: the receive buffer in bytes (default 262144, 16384...67108864), which is the
+///   window the peer may fill ahead of our reader. SCTP has one window for every stream, so a
+///   session whose reader lags fills it and every other session's messages arrive behind that
+///   data: the smaller it is, the less one bulk session delays a small one (issue 17, ping under
+///   load); the larger, the more a long fat path carries (at most this much per round trip).
+/// - `interleaving`: `on` (default) offers I-DATA (RFC 8260), so a large message of one session
+///   no longer holds back the others' messages until its last fragment is sent; it takes effect
+///   when the peer supports it too (usrsctp does; pion does not, and then DATA is used).
 public struct SCTPOptions: Sendable, Hashable {
     /// The URL scheme, `sctp+udp`.
     public static let scheme = "sctp+udp"
-    static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts", "mtu"]
+    static let known = ["sctp-port", "connect-timeout-ms", "streams", "init-attempts", "mtu", "send-buffer", "receive-buffer", "interleaving"]
+    /// `send-buffer`'s and `receive-buffer`'s default: 256 KiB.
+    public static let defaultBufferBytes = 256 << 10
+    static let sendBufferRange = DataChannel.maxMessageSize...(64 << 20)
+    static let receiveBufferRange = (16 << 10)...(64 << 20)
 
     /// The SCTP port of both ends (`sctp-port`).
     public var sctpPort: Int
@@ -35,16 +51,28 @@ public struct SCTPOptions: Sendable, Hashable {
     public var initAttempts: Int
     /// SCTP packet size in bytes, which is the UDP payload size (`mtu`).
     public var mtu: Int
+    /// usrsctp's send buffer in bytes (`send-buffer`).
+    public var sendBufferBytes: Int
+    /// The receive buffer in bytes, the window the peer may fill (`receive-buffer`).
+    public var receiveBufferBytes: Int
+    /// Whether I-DATA (RFC 8260) is offered (`interleaving`).
+    public var interleaving: Bool
 
     /// A configuration from values, each defaulting as its URL option does (`mtu` nil: the
     /// default for the host, see ``SCTPOptions``). Throws `invalidConfiguration` naming the
     /// option out of range.
-    public init(sctpPort: Int = 5000, connectTimeoutMilliseconds: Int = 10_000, streams: Int = 1024, initAttempts: Int = 8, mtu: Int) throws(ConduitError) {
+    public init(
+        sctpPort: Int = 5000, connectTimeoutMilliseconds: Int = 10_000, streams: Int = 1024, initAttempts: Int = 8, mtu: Int,
+        sendBufferBytes: Int = SCTPOptions.defaultBufferBytes, receiveBufferBytes: Int = SCTPOptions.defaultBufferBytes, interleaving: Bool = true
+    ) throws(ConduitError) {
         self.sctpPort = sctpPort
         self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
         self.streams = streams
         self.initAttempts = initAttempts
         self.mtu = mtu
+        self.sendBufferBytes = sendBufferBytes
+        self.receiveBufferBytes = receiveBufferBytes
+        self.interleaving = interleaving
         try validate()
     }
 
@@ -53,6 +81,7 @@ public struct SCTPOptions: Sendable, Hashable {
         for (option, value, range) in [
             ("sctp-port", sctpPort, 1...65_535), ("connect-timeout-ms", connectTimeoutMilliseconds, 1...3_600_000),
             ("streams", streams, 16...65_535), ("init-attempts", initAttempts, 1...255), ("mtu", mtu, 576...64_000),
+            ("send-buffer", sendBufferBytes, Self.sendBufferRange), ("receive-buffer", receiveBufferBytes, Self.receiveBufferRange),
         ] where !range.contains(value) {
             throw ConduitError(.invalidConfiguration, "option \(option)=\(value) must be in \(range)")
         }
@@ -77,6 +106,13 @@ public struct SCTPOptions: Sendable, Hashable {
         streams = try url.intOption("streams", default: 1024, in: 16...65_535)
         initAttempts = try url.intOption("init-attempts", default: 8, in: 1...255)
         mtu = try url.intOption("mtu", default: Self.defaultMTU(host: url.host), in: 576...64_000)
+        sendBufferBytes = try url.intOption("send-buffer", default: Self.defaultBufferBytes, in: Self.sendBufferRange)
+        receiveBufferBytes = try url.intOption("receive-buffer", default: Self.defaultBufferBytes, in: Self.receiveBufferRange)
+        switch url.query["interleaving"] ?? "on" {
+        case "on": interleaving = true
+        case "off": interleaving = false
+        case let other: throw ConduitError(.invalidConfiguration, "option interleaving=\(other) in \(url) must be on or off")
+        }
     }
 
 
@@ -102,12 +138,16 @@ public struct SCTPOptions: Sendable, Hashable {
     public var query: [String: String] {
         [
             "sctp-port": "\(sctpPort)", "connect-timeout-ms": "\(connectTimeoutMilliseconds)", "streams": "\(streams)",
-            "init-attempts": "\(initAttempts)", "mtu": "\(mtu)",
+            "init-attempts": "\(initAttempts)", "mtu": "\(mtu)", "send-buffer": "\(sendBufferBytes)",
+            "receive-buffer": "\(receiveBufferBytes)", "interleaving": interleaving ? "on" : "off",
         ]
     }
 
     var limits: SCTPLimits {
-        SCTPLimits(streams: UInt16(streams), initAttempts: UInt16(initAttempts), localPort: UInt16(sctpPort), remotePort: UInt16(sctpPort), mtu: UInt32(mtu))
+        SCTPLimits(
+            streams: UInt16(streams), initAttempts: UInt16(initAttempts), localPort: UInt16(sctpPort), remotePort: UInt16(sctpPort),
+            mtu: UInt32(mtu), sendBufferBytes: UInt32(sendBufferBytes), receiveBufferBytes: UInt32(receiveBufferBytes), interleaving: interleaving
+        )
     }
 
     var connectTimeoutText: String {
