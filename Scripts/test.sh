@@ -54,7 +54,7 @@ fi
 # that long, which stalled the tasks of every wall-clock test beside them (a loopback connect of
 # SendAcknowledgementTests used up its 5 s). They run last, on their own (about 5 s).
 heavy="PionSCTPParityTests|RelayBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
-simulations="ReliabilityRateTests|PathMTUDiscoveryTests"
+simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests"
 echo "Scripts/test.sh: swift test --enable-all-traits --skip \"$heavy|$simulations\", then --filter \"$heavy\", then --filter \"$simulations\""
 swift test --enable-all-traits --skip "$heavy|$simulations"
 swift test --enable-all-traits --skip-build --filter "$heavy"
