@@ -2,4 +2,4 @@
 # by .ci/run. `simulations` are synchronous virtual-time runs of two reliability engines on one
 # thread: ThreadSanitizer has nothing to check in them and slows them 5-15x, so its run skips them.
 heavy="PionSCTPParityTests|RelayBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
-simulations="ReliabilityRateTests|PathMTUDiscoveryTests"
+simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests"

@@ -23,6 +23,9 @@ extension ARQEngine {
         /// packets are ``maxDatagramSize``. On by default (with the default sizes, base and
         /// maximum are equal, so there is nothing to search).
         public var pathMTUDiscovery: LinkPathMTUSearch.Settings? = LinkPathMTUSearch.Settings()
+        /// The congestion controller: BBR by default (it holds the rate through random loss,
+        /// where NewReno halves its window at every loss), or NewReno.
+        public var congestionControl = CongestionControlAlgorithm.bbr
         /// Whether packets carry a CRC32C trailer; both ends must agree.
         public var checksum = Checksum.crc32c
         /// Bytes this side buffers for the upper layer (delivered but not yet polled, plus ordered
@@ -230,12 +233,14 @@ extension ARQEngine {
 
 extension ARQEngine.Configuration {
     /// The transport URL options of the reliability engine (`keepalive-ms`, `idle-timeout-ms`,
-    /// `receive-window`, `max-ack-delay-ms`, `ack-every`, `pmtud`, `pmtud-base`), read by `ConduitReliableTransport` and taken out
+    /// `receive-window`, `max-ack-delay-ms`, `ack-every`, `pmtud`, `pmtud-base`, `cc`), read by `ConduitReliableTransport` and taken out
     /// of the URL before the transport sees it. Here in the core so that transports whose links
     /// run under the engine (`udp://`, impaired `loopback://`) list them as accepted options.
     public static let urlOptionKeys: Set<String> = [
         "keepalive-ms", "idle-timeout-ms", "receive-window", "max-ack-delay-ms", "ack-every",
         // Path MTU discovery (RFC 8899).
         "pmtud", "pmtud-base",
+        // Congestion control: bbr or newreno.
+        "cc",
     ]
 }

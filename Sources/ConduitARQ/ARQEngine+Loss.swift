@@ -98,6 +98,7 @@ extension ARQEngine {
         for packet in lost {
             counters.packetsLost += 1
             congestion.onPacketRemovedFromFlight(bytes: packet.size)
+            deliveryRate.onPacketLost(size: packet.size)
             pathPacketLost(size: packet.size)
             latestLostSend = max(latestLostSend, packet.timeSent)
         }
@@ -153,7 +154,7 @@ extension ARQEngine {
         for packet in packets {
             counters.spuriousRetransmissions += 1
             rack.onSpuriousLoss(nextPacketNumber: nextPacketNumber)
-            congestion.onSpuriousLoss(event: packet.congestionEpisode)
+            _ = congestion.onSpuriousLoss(event: packet.congestionEpisode)
             onItemsAcknowledged(packet.items)
         }
     }

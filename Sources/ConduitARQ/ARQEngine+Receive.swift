@@ -275,11 +275,15 @@ extension ARQEngine {
         for packet in acked {
             if let carried = packet.ackLargest, ackConfirmed.map({ carried > $0 }) ?? true { ackConfirmed = carried }
             congestion.onPacketAcked(bytes: packet.size, sentAt: packet.timeSent, isAppLimited: packet.isAppLimited)
+            deliveryRate.onPacketAcked(packet.delivery, size: packet.size, timeSent: packet.timeSent, now: now)
             rack.onDelivered(number: packet.number, timeSent: packet.timeSent, now: now, previousLargestAcknowledged: previousLargestAcked)
             pathPacketAcknowledged(size: packet.size)
             onItemsAcknowledged(packet.items)
         }
         if !spurious.isEmpty { onSpuriousLosses(spurious) }
+        if let sample = deliveryRate.finishSample(now: now, minRttNanoseconds: rtt.hasSample ? rtt.minimumNanoseconds : 0) {
+            congestion.onAckProcessed(sample, now: now)
+        }
         ledger.compact()
         rack.onAckProcessed(largestAcknowledged: largestAcked ?? largest, firstUnacknowledged: ledger.firstOutstandingNumber ?? nextPacketNumber)
         detectLostPackets(now: now)

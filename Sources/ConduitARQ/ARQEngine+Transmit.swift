@@ -10,7 +10,7 @@ extension ARQEngine {
         case blocked
     }
 
-    var pacingRate: Double { LinkPacer.rate(window: congestion.window, smoothedRttNanoseconds: rtt.smoothedNanoseconds) }
+    var pacingRate: Double { congestion.pacingRate(smoothedRttNanoseconds: rtt.smoothedNanoseconds) }
 
     func sendAllowance(now: ConduitInstant) -> SendAllowance {
         // At the cap only probes go (two over it), so a PTO can still find out what happened.
@@ -158,7 +158,10 @@ extension ARQEngine {
         // RFC 9002 section 7.8: a packet sent with nothing more waiting while the window has room
         // does not grow the window when acknowledged.
         let appLimited = !hasAckElicitingContent() && congestion.bytesInFlight + size < congestion.window
-        ledger.append(LinkSentPacket(number: number, timeSent: now, size: size, isAppLimited: appLimited, items: items, ackLargest: ackLargest))
+        let delivery = deliveryRate.onPacketSent(size: size, inFlightBefore: congestion.bytesInFlight, isAppLimited: appLimited, now: now)
+        ledger.append(LinkSentPacket(
+            number: number, timeSent: now, size: size, isAppLimited: appLimited, delivery: delivery, items: items, ackLargest: ackLargest
+        ))
         congestion.onPacketSent(bytes: size)
         pacer.consume(size, now: now, rate: pacingRate)
         lastAckElicitingSent = now

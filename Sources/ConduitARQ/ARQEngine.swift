@@ -26,7 +26,8 @@ import DequeModule
 ///   frames the sender gave up on.
 /// - **Flow control**: the receiver advertises the bytes it can still buffer; the sender keeps its
 ///   transmitted-and-unresolved bytes within that.
-/// - **Congestion control**: NewReno (RFC 9002 section 7) with pacing.
+/// - **Congestion control**: BBR (``BBRCongestionControl``, BBRv3) or NewReno (RFC 9002
+///   section 7), as ``Configuration/congestionControl`` says, with pacing at the controller's rate.
 /// - **Bounded**: send queue, unacknowledged packets, channels, reorder windows, ACK ranges,
 ///   receive buffer. Peer input never traps; refusals are counted in ``statistics``.
 public struct ARQEngine: Sendable {
@@ -104,7 +105,10 @@ public struct ARQEngine: Sendable {
     var probesOwed = 0
     var ledger = LinkSentPacketLedger()
     var rtt: LinkRTTEstimator
-    var congestion: NewRenoCongestionControl
+    /// The congestion controller ``Configuration/congestionControl`` chose, behind its seam.
+    var congestion: any CongestionController
+    /// Delivery rate samples for the controller (BBR's bandwidth model).
+    var deliveryRate = LinkDeliveryRateEstimator()
     var pacer: LinkPacer
     var largestAcked: UInt64?
     /// RACK-TLP's state (RFC 8985): time-based loss detection and spurious-loss memory.
@@ -152,7 +156,7 @@ public struct ARQEngine: Sendable {
         self.configuration = configuration
         self.crc32c = crc32c
         rtt = LinkRTTEstimator(initialRtt: configuration.initialRtt)
-        congestion = NewRenoCongestionControl(maxDatagramSize: configuration.basePacketSize)
+        congestion = configuration.congestionControl.makeController(maxDatagramSize: configuration.basePacketSize)
         pacer = LinkPacer(maxDatagramSize: configuration.basePacketSize, maxBurst: configuration.maxPacingBurst, now: now)
         pathSearch = configuration.pathMTUDiscovery.map { LinkPathMTUSearch(settings: $0, maxPacketSize: configuration.maxDatagramSize) }
         peerReceiveWindow = configuration.receiveWindow
@@ -338,7 +342,8 @@ public struct ARQEngine: Sendable {
     public var bytesInFlight: Int { congestion.bytesInFlight }
     /// The smoothed round-trip time.
     public var smoothedRtt: Duration { rtt.smoothed }
-    /// Bytes per second the pacer releases at (1.25 congestion windows per smoothed RTT).
+    /// Bytes per second the pacer releases at: BBR's pacing rate, or for NewReno 1.25 congestion
+    /// windows per smoothed RTT.
     public var pacingRateBytesPerSecond: Int { Int(pacingRate * 1e9) }
     /// The number the next packet will carry.
     public var nextPacketNumberToSend: UInt64 { nextPacketNumber }

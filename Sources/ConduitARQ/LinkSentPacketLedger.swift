@@ -52,6 +52,8 @@ struct LinkSentPacket: Sendable, Hashable {
     /// Was the sender application- (or flow-control-) limited when it sent this packet? Then its
     /// acknowledgement does not grow the congestion window (RFC 9002 section 7.8).
     let isAppLimited: Bool
+    /// The delivery rate estimator's state when it was sent.
+    let delivery: LinkDeliverySnapshot
     var items: LinkSentItems
     /// Largest Acknowledged of the ACK frame this packet carried, if any: once the packet is
     /// acknowledged, the peer is known to have seen that ACK.
@@ -108,7 +110,7 @@ struct LinkSentPacketLedger: Sendable {
                 let packet = packets[index]
                 body(LinkSentPacket(
                     number: packet.number, timeSent: packet.timeSent, size: packet.size,
-                    isAppLimited: packet.isAppLimited, items: items, ackLargest: packet.ackLargest, state: .acknowledged
+                    isAppLimited: packet.isAppLimited, delivery: packet.delivery, items: items, ackLargest: packet.ackLargest, state: .acknowledged
                 ))
             }
             index += 1

@@ -13,6 +13,7 @@ extension ARQEngine.Configuration {
     /// | `ack-every` | acknowledge at once after this many ack-eliciting packets | 2 |
     /// | `pmtud` | path MTU discovery (RFC 8899): `on` searches from `pmtud-base` up to the transport's `mtu`, `off` sends at `mtu` | on |
     /// | `pmtud-base` | the size the search starts at and falls back to, in link packet bytes (512...65535) | 1220 |
+    /// | `cc` | congestion control: `bbr` (BBRv3) or `newreno` (RFC 9002) | bbr |
     ///
     /// The datagram size comes from the transport's own `mtu`: with `pmtud=on` the most the
     /// search goes up to, with `pmtud=off` the size of every full packet.
@@ -34,6 +35,7 @@ extension ARQEngine.Configuration {
         // sends fewer ACKs. On loopback 8 measured no different from 2, within the noise.
         ackElicitingThreshold = try url.intOption("ack-every", default: 2, in: 1...64)
         pathMTUDiscovery = try Self.pathMTUDiscovery(url)
+        congestionControl = try Self.congestionControl(url)
         // Keep the untransmitted queue short: the call above has its own paced queue, and
         // a short one here lets its queue-delay signal (`tooLongQueuedData`) see congestion.
         maxSendQueueBytes = 1 << 20
@@ -51,6 +53,17 @@ extension ARQEngine.Configuration {
         case "off": return nil
         case let other: throw ConduitError(.invalidConfiguration, "option pmtud=\(other) in \(url) must be on or off")
         }
+    }
+}
+
+extension ARQEngine.Configuration {
+    /// `cc` (see ``init(url:)``).
+    private static func congestionControl(_ url: TransportURL) throws(ConduitError) -> ARQEngine.CongestionControlAlgorithm {
+        guard let value = url.query["cc"] else { return ARQEngine.Configuration().congestionControl }
+        guard let algorithm = ARQEngine.CongestionControlAlgorithm(rawValue: value) else {
+            throw ConduitError(.invalidConfiguration, "option cc=\(value) in \(url) must be bbr or newreno")
+        }
+        return algorithm
     }
 }
 

@@ -21,7 +21,10 @@ struct RACKTLPTests {
     /// undone, the frame's retransmission never goes out, and the receiver gets all 8 frames once,
     /// in order.
     @Test func aLossTheNetworkDisprovesIsUndone() {
-        var a = ARQEngine(now: .zero)
+        // The halved window and its undo are NewReno's (BBR does not shrink its window for one loss).
+        var newReno = ARQEngine.Configuration()
+        newReno.congestionControl = .newReno
+        var a = ARQEngine(configuration: newReno, now: .zero)
         var b = ARQEngine(now: .zero)
         var now = ConduitInstant.zero
         let frames = (0..<8).map { [UInt8](repeating: UInt8($0), count: 1_000) }

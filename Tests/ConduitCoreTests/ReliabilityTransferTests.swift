@@ -195,11 +195,15 @@ struct ReliabilityTransferTests {
     }
 
     /// A 5 s blackout in both directions in the middle of a transfer: everything arrives
-    /// afterwards, in order, once.
-    @Test func aFiveSecondBlackoutDelaysButLosesNothing() {
+    /// afterwards, in order, once. The blackout starts earlier with BBR, whose faster ramp
+    /// would otherwise finish the transfer before it.
+    @Test(arguments: [(ARQEngine.CongestionControlAlgorithm.newReno, Int64(600)), (.bbr, Int64(100))])
+    func aFiveSecondBlackoutDelaysButLosesNothing(algorithm: ARQEngine.CongestionControlAlgorithm, blackoutStartMs: Int64) {
         let impairment = ARQEngineHarness.impairment(loss: 0.01, delayMs: 20, jitterMs: 5, seed: 707)
-        var harness = ARQEngineHarness(aToB: impairment, bToA: ARQEngineHarness.impairment(loss: 0.01, seed: 808))
-        let blackoutStart = ConduitInstant.zero + .milliseconds(600)
+        var configuration = ARQEngine.Configuration()
+        configuration.congestionControl = algorithm
+        var harness = ARQEngineHarness(a: configuration, aToB: impairment, bToA: ARQEngineHarness.impairment(loss: 0.01, seed: 808))
+        let blackoutStart = ConduitInstant.zero + .milliseconds(blackoutStartMs)
         let blackoutEnd = blackoutStart + .seconds(5)
         harness.alarms = [blackoutStart, blackoutEnd]
         var random = SeededRandom(seed: 13)
@@ -233,6 +237,6 @@ struct ReliabilityTransferTests {
         #expect(harness.aToB.statistics.droppedByPartition > 0)
         let a = harness.a.statistics
         #expect(a.probeTimeouts >= 3, "the sender backs off its probes through the blackout")
-        print("[reliability] blackout: finished at \(String(format: "%.2f", harness.now.seconds)) s virtual, \(a.probeTimeouts) PTOs, \(a.persistentCongestionEvents) persistent-congestion events, \(a.framesRetransmitted) frames retransmitted, \(harness.aToB.statistics.droppedByPartition) datagrams lost to the partition")
+        print("[reliability] blackout (\(algorithm)): finished at \(String(format: "%.2f", harness.now.seconds)) s virtual, \(a.probeTimeouts) PTOs, \(a.persistentCongestionEvents) persistent-congestion events, \(a.framesRetransmitted) frames retransmitted, \(harness.aToB.statistics.droppedByPartition) datagrams lost to the partition")
     }
 }
