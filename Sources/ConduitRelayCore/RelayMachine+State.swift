@@ -89,6 +89,8 @@ extension RelayMachine {
         var clusterSequence: UInt64 = 0
         var clusterInbound: [RelayNodeID: ClusterStreamPosition] = [:]
         var remoteLastHeard: [RelayNodeID: ConduitInstant] = [:]
+        /// Other relays' subgroup numbers in this room, and this relay's number for each.
+        var remoteSubgroups: [RelayNodeID: [UInt16: UInt16]] = [:]
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

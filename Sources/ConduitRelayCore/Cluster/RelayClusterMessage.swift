@@ -27,6 +27,11 @@ public struct RelayClusterMessage: Hashable, Sendable {
         /// (envelope restamped from `origin`). `targetNode` 0 and `targetMember` 0: every member on
         /// every relay; otherwise the one member `targetMember` of relay `targetNode`.
         case data(origin: UInt16, targetNode: UInt64, targetMember: UInt16, frame: [UInt8])
+        /// The sender's complete list of the room's subgroups that its members are subscribed to,
+        /// by its own subgroup numbers (which its members' subgroup frames carry), and who is
+        /// subscribed (an empty list: nobody any more). Sent after every presence and whenever a
+        /// subscription there changes.
+        case subgroups([RelayClusterSubgroup])
     }
 
     /// The sending relay.
@@ -53,6 +58,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
     public static let version: UInt8 = 1
     static let presenceKind: UInt8 = 1
     static let dataKind: UInt8 = 2
+    static let subgroupsKind: UInt8 = 4
 
     /// The NATS subject of a room's messages: `conduit.relay.room.` and the room ID's UTF-8 in hex
     /// (room IDs may hold any character; subjects may not).
@@ -74,6 +80,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
         switch body {
         case .presence: bytes.append(Self.presenceKind)
         case .data: bytes.append(Self.dataKind)
+        case .subgroups: bytes.append(Self.subgroupsKind)
         }
         bytes.appendBigEndian(node.rawValue)
         bytes.appendBigEndian(epoch)
@@ -96,6 +103,17 @@ public struct RelayClusterMessage: Hashable, Sendable {
             bytes.appendBigEndian(targetNode)
             bytes.appendBigEndian(targetMember)
             bytes += frame
+        case .subgroups(let subgroups):
+            bytes.appendBigEndian(UInt16(subgroups.count))
+            for subgroup in subgroups {
+                let name = Array(subgroup.name.rawValue.utf8)
+                bytes.appendBigEndian(subgroup.id)
+                bytes.append(subgroup.dataSession ? 1 : 0)
+                bytes.append(UInt8(name.count))
+                bytes += name
+                bytes.appendBigEndian(UInt16(subgroup.subscribers.count))
+                for member in subgroup.subscribers { bytes.appendBigEndian(member) }
+            }
         }
         return bytes
     }
@@ -129,11 +147,44 @@ public struct RelayClusterMessage: Hashable, Sendable {
             let targetNode = try reader.uint64()
             let targetMember = UInt16(try reader.uint64(width: 2))
             body = .data(origin: origin, targetNode: targetNode, targetMember: targetMember, frame: reader.rest())
+        case subgroupsKind:
+            var subgroups: [RelayClusterSubgroup] = []
+            for _ in 0..<Int(try reader.uint64(width: 2)) {
+                let id = UInt16(try reader.uint64(width: 2))
+                let dataSession = try reader.byte()
+                guard id != 0, dataSession <= 1 else { throw .reservedBitsSet }
+                let name = try reader.identifier(SubgroupName.self)
+                var subscribers: [UInt16] = []
+                for _ in 0..<Int(try reader.uint64(width: 2)) { subscribers.append(UInt16(try reader.uint64(width: 2))) }
+                subgroups.append(RelayClusterSubgroup(id: id, name: name, dataSession: dataSession == 1, subscribers: subscribers))
+            }
+            body = .subgroups(subgroups)
         default:
             throw .unknownFrameKind(kind)
         }
-        guard reader.isAtEnd else { throw .malformedControlBody("\(reader.remaining) bytes after a presence message") }
+        guard reader.isAtEnd else { throw .malformedControlBody("\(reader.remaining) bytes after a cluster message") }
         return RelayClusterMessage(node: node, room: room, epoch: epoch, sequence: sequence, body: body)
+    }
+}
+
+/// A subgroup of a room as one relay of the cluster numbers it, and which of that relay's
+/// members are subscribed to it.
+public struct RelayClusterSubgroup: Hashable, Sendable {
+    /// The sending relay's number for it (never 0, the main room).
+    public var id: UInt16
+    /// Its name: the same subgroup on every relay.
+    public var name: SubgroupName
+    /// Its `dataSession` attribute, as its first subscriber set it.
+    public var dataSession: Bool
+    /// The sending relay's members subscribed to it, by their member numbers there.
+    public var subscribers: [UInt16]
+
+    /// A subgroup as a relay announces it.
+    public init(id: UInt16, name: SubgroupName, dataSession: Bool, subscribers: [UInt16]) {
+        self.id = id
+        self.name = name
+        self.dataSession = dataSession
+        self.subscribers = subscribers
     }
 }
 
