@@ -32,6 +32,14 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     /// Subgroup frames from another relay for a subgroup, or from a sender not subscribed to
     /// it, that this relay has not heard announced (dropped; the next announcement repairs it).
     public var unknownSubgroup = 0
+    /// Labeled-channel frames from another relay for a channel, or from a sender that declared
+    /// no sending direction on it, that this relay has not heard announced (dropped).
+    public var unknownChannel = 0
+    /// Channels another relay announced with options that disagree with the channel of that
+    /// label here (two relays' first declarers disagreed): its members there are left out of it.
+    public var channelMismatches = 0
+    /// Track frames from another relay for a track it has not announced (dropped).
+    public var unknownTrack = 0
     /// Announced members (or subgroups) left out because the room is full here.
     public var overLimit = 0
     /// Times another relay fell silent in a room for `RelayClusterLiveness.silenceTimeout`: its
@@ -119,6 +127,10 @@ extension RelayMachine {
             deliverClusterFrame(frame, origin: RemoteMemberKey(node: message.node, member: origin), to: targetMember, in: message.room, now: now)
         case .subgroups(let subgroups):
             applySubgroups(subgroups, of: message.node, in: message.room)
+        case .channels(let channels):
+            applyChannels(channels, of: message.node, in: message.room)
+        case .tracks(let published, let subscribed):
+            applyTracks(published: published, subscribed: subscribed, of: message.node, in: message.room)
         }
     }
 
@@ -145,6 +157,8 @@ extension RelayMachine {
         }
         publishCluster(roomID, .presence(members: local, wantsReply: wantsReply))
         publishSubgroups(roomID)
+        publishChannels(roomID)
+        publishTracks(roomID)
     }
 
     /// A local member's routed frame, already delivered here: published once for the members on
@@ -223,13 +237,15 @@ extension RelayMachine {
             statistics.cluster.unknownSender += 1
             return
         }
-        var restamped = frame
-        guard let (tag, subgroupID) = adoptClusterFrame(&restamped, from: sender, of: origin.node, in: roomID) else { return }
         // As for a local sender: its name reaches everyone before its first frame does.
         if rooms[roomID]!.pendingJoined.contains(sender) {
             rooms[roomID]!.flushDue = now
             flushPeerLists(now: now)
         }
+        if Self.isChannelFrame(frame) { return deliverClusterChannelFrame(frame, from: sender, of: origin.node, in: roomID, now: now) }
+        if Self.isTrackFrame(frame) { return deliverClusterTrackFrame(frame, from: sender, of: origin.node, in: roomID, now: now) }
+        var restamped = frame
+        guard let (tag, subgroupID) = adoptClusterFrame(&restamped, from: sender, of: origin.node, in: roomID) else { return }
         RelayEnvelope.restamp(&restamped, from: sender)
         statistics.cluster.framesReceived += 1
         var slow: [RelayConnectionID] = []

@@ -42,6 +42,8 @@ extension RelayMachine {
                 rooms[roomID]!.remoteLastHeard[node] = nil
                 rooms[roomID]!.clusterInbound[node] = nil
                 rooms[roomID]!.remoteSubgroups[node] = nil
+                rooms[roomID]!.remoteChannels[node] = nil
+                applyTracks(published: [], subscribed: [], of: node, in: roomID)
                 applyPresence([], of: node, in: roomID, now: now)
             }
         }
