@@ -5,13 +5,13 @@ import ConduitRooms
 
 extension FuzzTargets {
     /// What relays of a cluster tell each other through NATS (`docs/wire-format.md`, "Relay
-    /// cluster"): room messages (presence, routed data) and token uses. A message that parses
+    /// cluster"): room messages (presence, routed data, subgroups, channels, tracks) and token uses. A message that parses
     /// encodes to bytes that parse back equal; a relay in the cluster, hosting the room with one
     /// member, takes the input as a message from another relay: counted as malformed or applied,
     /// its room never past its member cap, and what it would publish parses again.
     static let relayCluster = FuzzTarget(
         name: "relay-cluster",
-        summary: "RelayClusterMessage and RelayClusterTokenUse parse/encode round trips; RelayMachine.handleCluster with a hosted room: caps, republished messages parse"
+        summary: "RelayClusterMessage (presence, data, subgroups, channels, tracks) and RelayClusterTokenUse parse/encode round trips; RelayMachine.handleCluster with a hosted room: caps, republished messages parse"
     ) { (input) throws(FuzzFailure) in
         let check = Invariants(target: "relay-cluster")
         let bytes = Array(input)

@@ -146,7 +146,18 @@ public enum SeedCorpus {
         let direct = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 3, body: .data(origin: 2, targetNode: 0x1111, targetMember: 1, frame: [1, 2, 3]))
         let gone = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 4, body: .presence(members: [], wantsReply: false))
         let use = RelayClusterTokenUse(node: node, sequence: 1, expiresAt: 1_800_000_000, tokenID: Array(0..<16))
-        return [presence.encoded, data.encoded, direct.encoded, gone.encoded, use.encoded]
+        let subgroups = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 5, body: .subgroups([
+            RelayClusterSubgroup(id: 3, name: "team", dataSession: true, subscribers: [1, 2]),
+            RelayClusterSubgroup(id: 9, name: "ops", dataSession: false, subscribers: [2]),
+        ]))
+        let chat = try? ChannelDeclaration(label: "#chat", direction: .sendrecv, protocolName: "chat-v1", senderHeader: true)
+        let channels = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 6, body: .channels(chat.map {
+            [RelayClusterChannel(id: 2, declaration: $0, directions: [1: .sendrecv, 2: .recvonly])]
+        } ?? []))
+        let tracks = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 7, body: .tracks(
+            published: [TrackInfo(trackID: 4, publisher: 1, name: "whiteboard", reliability: .reliableOrdered)],
+            subscribed: [RelayClusterTrackKey(node: FuzzTargets.clusterNode, track: 1)]))
+        return [presence.encoded, data.encoded, direct.encoded, gone.encoded, use.encoded, subgroups.encoded, channels.encoded, tracks.encoded]
     }
 
     private static func dcep() -> [[UInt8]] {

@@ -36,15 +36,16 @@ public final class NATSServerProcess: Sendable {
     /// Starts a server on a loopback port it picks itself and returns once it is ready (within
     /// `limit`); kills it and throws otherwise. The server binds port 0 and reports the port in a
     /// ports file: a port picked here and released first could be bound by a test running beside
-    /// this one (in a full parallel run, connects failed with an I/O error that way).
-    public static func start(limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
+    /// this one (in a full parallel run, connects failed with an I/O error that way). `port`: the
+    /// port of a server stopped before, to start it again where its clients reconnect.
+    public static func start(port: Int? = nil, limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
         guard let executable else { throw Failure(description: "nats-server is not installed (Debian: apt-get install nats-server)") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-nats-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-a", "127.0.0.1", "-p", "-1", "--ports_file_dir", directory.path]
+        process.arguments = ["-a", "127.0.0.1", "-p", port.map(String.init) ?? "-1", "--ports_file_dir", directory.path]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -81,6 +82,17 @@ public final class NATSServerProcess: Sendable {
         }
         _ = await process.exitStatus()
         killer.cancel()
+    }
+
+    /// Kills the server (SIGKILL: a crash, no goodbye to its clients) and waits for it to exit.
+    public func crash() async {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        _ = await process.exitStatus()
+    }
+
+    /// A new server on this one's port (stopped before), once it accepts connections.
+    public func restarted(limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
+        try await Self.start(port: port, limit: limit)
     }
 
     /// Whether the server still runs.

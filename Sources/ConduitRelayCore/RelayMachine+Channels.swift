@@ -33,6 +33,7 @@ extension RelayMachine {
             }
         }
         sendControl(state.connection, RoomControlFrame.channels(answer).encoded)
+        if !answer.isEmpty { publishChannels(roomID) }
     }
 
     mutating func removeChannels(of member: UInt16, in roomID: RoomID) {
@@ -68,6 +69,7 @@ extension RelayMachine {
             guard let receiver = rooms[roomID]!.members[number] else { continue }
             deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
         }
+        forwardChannelToCluster(frame, from: member, channel: header.channelID, in: roomID)
         isolate(slow, now: now)
     }
 }

@@ -249,6 +249,7 @@ extension RelayMachine {
             }
             rooms[roomID]!.members[member]!.subscriptions.insert(id)
             rooms[roomID]!.subgroups[id]!.subscribers.insert(member)
+            publishSubgroups(roomID)
         }
         sendControl(state.connection, RoomControlFrame.subscribed(name, id: id, dataSession: rooms[roomID]!.subgroups[id]!.dataSession).encoded)
     }
@@ -263,6 +264,7 @@ extension RelayMachine {
         closeSessions(of: member, in: id, room: roomID)
         rooms[roomID]!.members[member]!.subscriptions.remove(id)
         rooms[roomID]!.subgroups[id]!.subscribers.remove(member)
+        publishSubgroups(roomID)
         sendControl(connection, RoomControlFrame.unsubscribed(name).encoded)
     }
 

@@ -57,6 +57,8 @@ extension RelayMachine {
     struct Track: Sendable {
         let info: TrackInfo
         var subscribers: Set<UInt16> = []
+        /// Other relays with a subscriber to this (local publisher's) track: its frames go to the cluster.
+        var remoteSubscribers: Set<RelayNodeID> = []
     }
 
     struct Channel: Sendable {
@@ -89,6 +91,14 @@ extension RelayMachine {
         var clusterSequence: UInt64 = 0
         var clusterInbound: [RelayNodeID: ClusterStreamPosition] = [:]
         var remoteLastHeard: [RelayNodeID: ConduitInstant] = [:]
+        /// Other relays' subgroup numbers in this room, and this relay's number for each.
+        var remoteSubgroups: [RelayNodeID: [UInt16: UInt16]] = [:]
+        /// Other relays' labeled-channel numbers in this room, and this relay's number for each.
+        var remoteChannels: [RelayNodeID: [UInt16: UInt16]] = [:]
+        /// Other relays' track numbers in this room, and this relay's number for each.
+        var remoteTracks: [RelayNodeID: [UInt16: UInt16]] = [:]
+        /// A tracks message of this relay listed something for the room: it keeps announcing them.
+        var tracksAnnounced = false
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

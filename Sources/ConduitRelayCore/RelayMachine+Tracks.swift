@@ -21,16 +21,20 @@ extension RelayMachine {
             for other in rooms[roomID]!.members.values.sorted(by: { $0.connection < $1.connection }) {
                 sendControl(other.connection, announcement)
             }
+            publishTracks(roomID)
         case .unpublishTrack(let id):
             guard rooms[roomID]!.tracks[id]?.info.publisher == member else { return refuseFrame(.forgedSender) }
             unpublish(id, in: roomID)
+            publishTracks(roomID)
         case .subscribeTrack(let id):
             guard state.grant.canSubscribe else { return refuseFrame(.subgroupNotAllowed) }
             guard rooms[roomID]!.tracks[id] != nil else { return refuseFrame(.unknownDestination) }
             rooms[roomID]!.tracks[id]!.subscribers.insert(member)
             sendControl(state.connection, RoomControlFrame.trackSubscribed(id).encoded)
+            publishTracks(roomID)
         case .unsubscribeTrack(let id):
             rooms[roomID]!.tracks[id]?.subscribers.remove(member)
+            publishTracks(roomID)
         default:
             break
         }
@@ -92,6 +96,7 @@ extension RelayMachine {
             guard let receiver = rooms[roomID]!.members[number] else { continue }
             deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
         }
+        forwardTrackToCluster(frame, from: member, track: header.trackID, in: roomID)
         isolate(slow, now: now)
     }
 }

@@ -1,18 +1,19 @@
-import Conduit
+package import Conduit
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #elseif canImport(Darwin)
-import Darwin
+package import Darwin
 #endif
 
-/// A child process for the reference runs of `conduit bench --reference` (tsctp, the UDP blast):
+/// A child process for the reference runs of `conduit bench --reference` (tsctp, the UDP blast),
+/// the room bench's relays and the cluster failure tests' relays:
 /// spawned directly (no shell), standard output and error into one pipe that is only ever read
 /// without blocking, and ended with SIGKILL (tsctp ignores SIGTERM). Its output is kept up to
 /// 64 KiB; every wait has a deadline.
-final class ChildProcess {
-    let pid: pid_t
-    let name: String
+package final class ChildProcess {
+    package let pid: pid_t
+    package let name: String
     private let output: Int32
     private var collected: [UInt8] = []
     private var exitStatus: Int32?
@@ -20,7 +21,7 @@ final class ChildProcess {
 
     /// Spawns `path` with `arguments`, the current environment plus `environment`, standard input
     /// from /dev/null, signal dispositions and mask reset to the defaults.
-    init(path: String, arguments: [String], environment: [String: String] = [:]) throws(ConduitError) {
+    package init(path: String, arguments: [String], environment: [String: String] = [:]) throws(ConduitError) {
         name = path.split(separator: "/").last.map(String.init) ?? path
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
@@ -81,13 +82,13 @@ final class ChildProcess {
     }
 
     /// Everything printed so far (after reading what is in the pipe now).
-    func text() -> String {
+    package func text() -> String {
         drain()
         return String(decoding: collected, as: UTF8.self)
     }
 
     /// Whether the child has exited (reaping it if so).
-    var hasExited: Bool {
+    package var hasExited: Bool {
         if exitStatus != nil { return true }
         var status: Int32 = 0
         if waitpid(pid, &status, WNOHANG) == pid { exitStatus = status }
@@ -96,7 +97,7 @@ final class ChildProcess {
 
     /// Waits until a line of output satisfies `parse` (returning its value), the child exits, or
     /// `deadline` passes.
-    func waitForLine<T>(until deadline: ContinuousClock.Instant, _ parse: (Substring) -> T?) async -> T? {
+    package func waitForLine<T>(until deadline: ContinuousClock.Instant, _ parse: (Substring) -> T?) async -> T? {
         while true {
             for line in text().split(separator: "\n") {
                 if let value = parse(line) { return value }
@@ -110,7 +111,7 @@ final class ChildProcess {
     }
 
     /// Waits for the child to exit by itself until `deadline`; false if it is still running.
-    func waitForExit(until deadline: ContinuousClock.Instant) async -> Bool {
+    package func waitForExit(until deadline: ContinuousClock.Instant) async -> Bool {
         while !hasExited {
             if ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(20))
@@ -120,7 +121,7 @@ final class ChildProcess {
     }
 
     /// SIGKILL and reap. Safe to call more than once.
-    func kill() {
+    package func kill() {
         guard exitStatus == nil else { return }
         if !hasExited {
             _ = Glibc.kill(pid, SIGKILL)

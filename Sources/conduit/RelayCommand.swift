@@ -39,6 +39,15 @@ struct RelayCommand: AsyncParsableCommand {
     var cluster: String?
 
     @Option(
+        name: .customLong("cluster-timeout"),
+        help: "Seconds after which a relay of the cluster heard nothing from is taken for dead: its members are reported left here (at least twice the heartbeat)."
+    )
+    var clusterTimeout: Double = 4
+
+    @Option(name: .customLong("cluster-heartbeat"), help: "Seconds between this relay's announcements of its members to the cluster.")
+    var clusterHeartbeat: Double = 1
+
+    @Option(
         name: .customLong("log-level"),
         help: "Log level on standard error (trace, debug, info, notice, warning, error, critical); at debug the transports' link lifecycle too."
     )
@@ -48,6 +57,10 @@ struct RelayCommand: AsyncParsableCommand {
         guard !urls.isEmpty else { throw ValidationError("give at least one URL to listen on") }
         guard statsInterval > 0, statsInterval <= 86_400 else { throw ValidationError("--stats-interval must be in (0, 86400]") }
         guard maxMembers > 0, maxMembers < 65_000 else { throw ValidationError("--max-members must be 1...64999") }
+        guard clusterHeartbeat >= 0.05, clusterHeartbeat <= 3_600 else { throw ValidationError("--cluster-heartbeat must be in [0.05, 3600]") }
+        guard clusterTimeout >= 2 * clusterHeartbeat, clusterTimeout <= 86_400 else {
+            throw ValidationError("--cluster-timeout must be at least twice --cluster-heartbeat, and at most 86400")
+        }
         let secret = try RelaySecretFile.load(secretFile)
         let transports = try CommandLogging.logger(level: logLevel)
         var logger = Logger(label: "conduit.relay")
@@ -63,7 +76,9 @@ struct RelayCommand: AsyncParsableCommand {
             logger.info("listening", metadata: ["url": "\(bound)"])
         }
         if let cluster {
-            try await server.joinCluster(cluster)
+            let liveness = RelayClusterLiveness(
+                heartbeatInterval: .milliseconds(Int64(clusterHeartbeat * 1_000)), silenceTimeout: .milliseconds(Int64(clusterTimeout * 1_000)))
+            try await server.joinCluster(cluster, liveness: liveness)
             ReportOutput.printNow("relay joined the cluster at \(cluster)")
             logger.info("joined cluster", metadata: ["url": "\(cluster)"])
         }

@@ -61,7 +61,7 @@ struct RelayUDPTests {
         print("rooms over lossy UDP: \(peers) peers × \(perPeer) messages, \(dropped) datagrams dropped by the proxies")
     }
 
-    static func exchange(members: [(PeerID, Conference, EventLog)], perPeer: Int) async throws {
+    static func exchange(members: [(PeerID, Conference, EventLog)], perPeer: Int, streamID: StreamID = 100) async throws {
         let peers = members.count
         // Everyone knows everyone before anyone sends.
         for (_, conference, _) in members {
@@ -69,12 +69,12 @@ struct RelayUDPTests {
         }
         var outbound: [OutboundDataSession] = []
         for (_, conference, _) in members {
-            outbound.append(try await conference.makeOutboundDataSession(streamID: 100, type: .reliableMessage))
+            outbound.append(try await conference.makeOutboundDataSession(streamID: streamID, type: .reliableMessage))
         }
         var inbound: [InboundDataSession] = []
         for (_, conference, log) in members {
-            try await log.wait(for: "incoming", limit: .seconds(30)) { if case .dataSessionIncoming(100, nil, .reliableMessage, _) = $0 { true } else { false } }
-            inbound.append(try await conference.makeInboundDataSession(streamID: 100, expecting: .reliableMessage))
+            try await log.wait(for: "incoming", limit: .seconds(30)) { if case .dataSessionIncoming(streamID, nil, .reliableMessage, _) = $0 { true } else { false } }
+            inbound.append(try await conference.makeInboundDataSession(streamID: streamID, expecting: .reliableMessage))
         }
 
         let expected = (peers - 1) * perPeer

@@ -11,8 +11,8 @@ extension RelayServer {
     /// A token admitted at one relay is refused at every other once they heard of it (a replay
     /// within NATS's delivery time of the first use can still pass at another relay).
     ///
-    /// Not across relays yet: subgroups, data tracks, labeled channels, extensions and invitations
-    /// stay on one relay.
+    /// Subgroups (their frames and session lifetime), labeled channels and data tracks span
+    /// relays too. Not across relays yet: extensions and invitations stay on one relay.
     ///
     /// `liveness`: how often this relay announces its members again, and after how long a silent
     /// relay's members are reported left here (a relay that died without a word).

@@ -27,6 +27,20 @@ public struct RelayClusterMessage: Hashable, Sendable {
         /// (envelope restamped from `origin`). `targetNode` 0 and `targetMember` 0: every member on
         /// every relay; otherwise the one member `targetMember` of relay `targetNode`.
         case data(origin: UInt16, targetNode: UInt64, targetMember: UInt16, frame: [UInt8])
+        /// The sender's complete list of the room's subgroups that its members are subscribed to,
+        /// by its own subgroup numbers (which its members' subgroup frames carry), and who is
+        /// subscribed (an empty list: nobody any more). Sent after every presence and whenever a
+        /// subscription there changes.
+        case subgroups([RelayClusterSubgroup])
+        /// The sender's complete list of the room's labeled channels its members declared, by its
+        /// own channel numbers (which its members' channel frames carry), with each member's
+        /// direction (an empty list: none any more). Sent after every presence and whenever a
+        /// member there declares channels.
+        case channels([RelayClusterChannel])
+        /// The data tracks the sender's members published (by its own track and member numbers),
+        /// and the other relays' tracks its members subscribe to (by the publishing relay's
+        /// numbers): the complete lists, sent after every presence and whenever one changes there.
+        case tracks(published: [TrackInfo], subscribed: [RelayClusterTrackKey])
     }
 
     /// The sending relay.
@@ -53,6 +67,9 @@ public struct RelayClusterMessage: Hashable, Sendable {
     public static let version: UInt8 = 1
     static let presenceKind: UInt8 = 1
     static let dataKind: UInt8 = 2
+    static let subgroupsKind: UInt8 = 4
+    static let channelsKind: UInt8 = 5
+    static let tracksKind: UInt8 = 6
 
     /// The NATS subject of a room's messages: `conduit.relay.room.` and the room ID's UTF-8 in hex
     /// (room IDs may hold any character; subjects may not).
@@ -74,6 +91,9 @@ public struct RelayClusterMessage: Hashable, Sendable {
         switch body {
         case .presence: bytes.append(Self.presenceKind)
         case .data: bytes.append(Self.dataKind)
+        case .subgroups: bytes.append(Self.subgroupsKind)
+        case .channels: bytes.append(Self.channelsKind)
+        case .tracks: bytes.append(Self.tracksKind)
         }
         bytes.appendBigEndian(node.rawValue)
         bytes.appendBigEndian(epoch)
@@ -96,6 +116,44 @@ public struct RelayClusterMessage: Hashable, Sendable {
             bytes.appendBigEndian(targetNode)
             bytes.appendBigEndian(targetMember)
             bytes += frame
+        case .subgroups(let subgroups):
+            bytes.appendBigEndian(UInt16(subgroups.count))
+            for subgroup in subgroups {
+                let name = Array(subgroup.name.rawValue.utf8)
+                bytes.appendBigEndian(subgroup.id)
+                bytes.append(subgroup.dataSession ? 1 : 0)
+                bytes.append(UInt8(name.count))
+                bytes += name
+                bytes.appendBigEndian(UInt16(subgroup.subscribers.count))
+                for member in subgroup.subscribers { bytes.appendBigEndian(member) }
+            }
+        case .channels(let channels):
+            bytes.appendBigEndian(UInt16(channels.count))
+            for channel in channels {
+                // The declaration as a room-control declareChannels frame (its codec, its checks).
+                let declaration = RoomControlFrame.declareChannels([channel.declaration]).encoded
+                bytes.appendBigEndian(channel.id)
+                bytes.appendBigEndian(UInt16(declaration.count))
+                bytes += declaration
+                bytes.appendBigEndian(UInt16(channel.directions.count))
+                for (member, direction) in channel.directions.sorted(by: { $0.key < $1.key }) {
+                    bytes.appendBigEndian(member)
+                    bytes.append(direction.rawValue)
+                }
+            }
+        case .tracks(let published, let subscribed):
+            bytes.appendBigEndian(UInt16(published.count))
+            for info in published {
+                // The track as a room-control trackPublished frame (its codec, its checks).
+                let announcement = RoomControlFrame.trackPublished(info).encoded
+                bytes.appendBigEndian(UInt16(announcement.count))
+                bytes += announcement
+            }
+            bytes.appendBigEndian(UInt16(subscribed.count))
+            for key in subscribed {
+                bytes.appendBigEndian(key.node.rawValue)
+                bytes.appendBigEndian(key.track)
+            }
         }
         return bytes
     }
@@ -129,11 +187,113 @@ public struct RelayClusterMessage: Hashable, Sendable {
             let targetNode = try reader.uint64()
             let targetMember = UInt16(try reader.uint64(width: 2))
             body = .data(origin: origin, targetNode: targetNode, targetMember: targetMember, frame: reader.rest())
+        case subgroupsKind:
+            var subgroups: [RelayClusterSubgroup] = []
+            for _ in 0..<Int(try reader.uint64(width: 2)) {
+                let id = UInt16(try reader.uint64(width: 2))
+                let dataSession = try reader.byte()
+                guard id != 0, dataSession <= 1 else { throw .reservedBitsSet }
+                let name = try reader.identifier(SubgroupName.self)
+                var subscribers: [UInt16] = []
+                for _ in 0..<Int(try reader.uint64(width: 2)) { subscribers.append(UInt16(try reader.uint64(width: 2))) }
+                subgroups.append(RelayClusterSubgroup(id: id, name: name, dataSession: dataSession == 1, subscribers: subscribers))
+            }
+            body = .subgroups(subgroups)
+        case channelsKind:
+            var channels: [RelayClusterChannel] = []
+            for _ in 0..<Int(try reader.uint64(width: 2)) {
+                let id = UInt16(try reader.uint64(width: 2))
+                guard id != 0 else { throw .reservedBitsSet }
+                let length = Int(try reader.uint64(width: 2))
+                guard case .declareChannels(let declared) = try RoomControlFrame.parse(try reader.bytes(length)), declared.count == 1 else {
+                    throw .malformedControlBody("a cluster channel's declaration is not one declareChannels declaration")
+                }
+                var directions: [UInt16: ChannelDeclaration.Direction] = [:]
+                for _ in 0..<Int(try reader.uint64(width: 2)) {
+                    let member = UInt16(try reader.uint64(width: 2))
+                    let raw = try reader.byte()
+                    guard let direction = ChannelDeclaration.Direction(rawValue: raw), directions[member] == nil else {
+                        throw .malformedControlBody("a cluster channel member's direction \(raw) is unknown or repeated")
+                    }
+                    directions[member] = direction
+                }
+                channels.append(RelayClusterChannel(id: id, declaration: declared[0], directions: directions))
+            }
+            body = .channels(channels)
+        case tracksKind:
+            var published: [TrackInfo] = []
+            for _ in 0..<Int(try reader.uint64(width: 2)) {
+                let length = Int(try reader.uint64(width: 2))
+                guard case .trackPublished(let info) = try RoomControlFrame.parse(try reader.bytes(length)) else {
+                    throw .malformedControlBody("a cluster track is not a trackPublished frame")
+                }
+                published.append(info)
+            }
+            var subscribed: [RelayClusterTrackKey] = []
+            for _ in 0..<Int(try reader.uint64(width: 2)) {
+                let node = RelayNodeID(try reader.uint64())
+                subscribed.append(RelayClusterTrackKey(node: node, track: UInt16(try reader.uint64(width: 2))))
+            }
+            body = .tracks(published: published, subscribed: subscribed)
         default:
             throw .unknownFrameKind(kind)
         }
-        guard reader.isAtEnd else { throw .malformedControlBody("\(reader.remaining) bytes after a presence message") }
+        guard reader.isAtEnd else { throw .malformedControlBody("\(reader.remaining) bytes after a cluster message") }
         return RelayClusterMessage(node: node, room: room, epoch: epoch, sequence: sequence, body: body)
+    }
+}
+
+/// A subgroup of a room as one relay of the cluster numbers it, and which of that relay's
+/// members are subscribed to it.
+public struct RelayClusterSubgroup: Hashable, Sendable {
+    /// The sending relay's number for it (never 0, the main room).
+    public var id: UInt16
+    /// Its name: the same subgroup on every relay.
+    public var name: SubgroupName
+    /// Its `dataSession` attribute, as its first subscriber set it.
+    public var dataSession: Bool
+    /// The sending relay's members subscribed to it, by their member numbers there.
+    public var subscribers: [UInt16]
+
+    /// A subgroup as a relay announces it.
+    public init(id: UInt16, name: SubgroupName, dataSession: Bool, subscribers: [UInt16]) {
+        self.id = id
+        self.name = name
+        self.dataSession = dataSession
+        self.subscribers = subscribers
+    }
+}
+
+/// A labeled channel of a room as one relay of the cluster numbers it, and the directions that
+/// relay's members declared it with.
+public struct RelayClusterChannel: Hashable, Sendable {
+    /// The sending relay's number for it (never 0).
+    public var id: UInt16
+    /// Its options as its first declarer set them (the same channel on every relay by its label;
+    /// the direction here means nothing).
+    public var declaration: ChannelDeclaration
+    /// The sending relay's members that declared it, by their member numbers there.
+    public var directions: [UInt16: ChannelDeclaration.Direction]
+
+    /// A channel as a relay announces it.
+    public init(id: UInt16, declaration: ChannelDeclaration, directions: [UInt16: ChannelDeclaration.Direction]) {
+        self.id = id
+        self.declaration = declaration
+        self.directions = directions
+    }
+}
+
+/// A data track of another relay: that relay, and its number for the track.
+public struct RelayClusterTrackKey: Hashable, Sendable {
+    /// The relay whose member published the track.
+    public var node: RelayNodeID
+    /// That relay's number for it.
+    public var track: UInt16
+
+    /// A track of relay `node`.
+    public init(node: RelayNodeID, track: UInt16) {
+        self.node = node
+        self.track = track
     }
 }
 
@@ -164,6 +324,12 @@ private struct ClusterReader {
         let text = String(decoding: bytes[offset..<offset + count], as: UTF8.self)
         offset += count
         do { return try Identifier(text) } catch { throw .malformedControlBody("invalid \(Identifier.kind): \(error)") }
+    }
+
+    mutating func bytes(_ count: Int) throws(WireError) -> [UInt8] {
+        guard remaining >= count else { throw .truncated(needed: offset + count, got: bytes.count) }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
     }
 
     mutating func rest() -> [UInt8] {

@@ -29,7 +29,18 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     /// Announced members whose peer ID is already in the room here (two relays admitted the same
     /// peer at once): the remote one is left out.
     public var peerConflicts = 0
-    /// Announced members left out because the room is full here.
+    /// Subgroup frames from another relay for a subgroup, or from a sender not subscribed to
+    /// it, that this relay has not heard announced (dropped; the next announcement repairs it).
+    public var unknownSubgroup = 0
+    /// Labeled-channel frames from another relay for a channel, or from a sender that declared
+    /// no sending direction on it, that this relay has not heard announced (dropped).
+    public var unknownChannel = 0
+    /// Channels another relay announced with options that disagree with the channel of that
+    /// label here (two relays' first declarers disagreed): its members there are left out of it.
+    public var channelMismatches = 0
+    /// Track frames from another relay for a track it has not announced (dropped).
+    public var unknownTrack = 0
+    /// Announced members (or subgroups) left out because the room is full here.
     public var overLimit = 0
     /// Times another relay fell silent in a room for `RelayClusterLiveness.silenceTimeout`: its
     /// members there were reported left.
@@ -114,6 +125,12 @@ extension RelayMachine {
         case .data(let origin, let targetNode, let targetMember, let frame):
             guard targetNode == 0 || targetNode == cluster.node.rawValue else { return }
             deliverClusterFrame(frame, origin: RemoteMemberKey(node: message.node, member: origin), to: targetMember, in: message.room, now: now)
+        case .subgroups(let subgroups):
+            applySubgroups(subgroups, of: message.node, in: message.room)
+        case .channels(let channels):
+            applyChannels(channels, of: message.node, in: message.room)
+        case .tracks(let published, let subscribed):
+            applyTracks(published: published, subscribed: subscribed, of: message.node, in: message.room)
         }
     }
 
@@ -139,13 +156,17 @@ extension RelayMachine {
             RoomMember(member: $0.key, peer: $0.value.peer, dataSessionsSupported: $0.value.dataSessionsSupported)
         }
         publishCluster(roomID, .presence(members: local, wantsReply: wantsReply))
+        publishSubgroups(roomID)
+        publishChannels(roomID)
+        publishTracks(roomID)
     }
 
     /// A local member's routed frame, already delivered here: published once for the members on
-    /// other relays it is for. Subgroup frames stay on this relay (subgroups do not span relays yet).
+    /// other relays it is for (a subgroup's frame only while a member elsewhere is subscribed).
     mutating func forwardToCluster(_ frame: [UInt8], from member: UInt16, to: UInt16, subgroupID: UInt16, in roomID: RoomID) {
-        guard subgroupID == 0, let room = rooms[roomID], !room.remote.isEmpty else { return }
+        guard let room = rooms[roomID], !room.remote.isEmpty else { return }
         if to == 0 {
+            guard subgroupID == 0 || hasRemoteSubscriber(subgroupID, in: roomID) else { return }
             publishCluster(roomID, .data(origin: member, targetNode: 0, targetMember: 0, frame: frame))
         } else if let origin = room.members[to]?.origin {
             publishCluster(roomID, .data(origin: member, targetNode: origin.node.rawValue, targetMember: origin.member, frame: frame))
@@ -216,50 +237,30 @@ extension RelayMachine {
             statistics.cluster.unknownSender += 1
             return
         }
-        guard let tag = Self.mainRoomTag(of: frame) else {
-            statistics.cluster.malformed += 1
-            return
-        }
         // As for a local sender: its name reaches everyone before its first frame does.
         if rooms[roomID]!.pendingJoined.contains(sender) {
             rooms[roomID]!.flushDue = now
             flushPeerLists(now: now)
         }
+        if Self.isChannelFrame(frame) { return deliverClusterChannelFrame(frame, from: sender, of: origin.node, in: roomID, now: now) }
+        if Self.isTrackFrame(frame) { return deliverClusterTrackFrame(frame, from: sender, of: origin.node, in: roomID, now: now) }
         var restamped = frame
+        guard let (tag, subgroupID) = adoptClusterFrame(&restamped, from: sender, of: origin.node, in: roomID) else { return }
         RelayEnvelope.restamp(&restamped, from: sender)
         statistics.cluster.framesReceived += 1
         var slow: [RelayConnectionID] = []
         if target != 0 {
-            guard let receiver = rooms[roomID]!.members[target], receiver.origin == nil else { return refuseFrame(.unknownDestination) }
+            guard let receiver = rooms[roomID]!.members[target], receiver.origin == nil, subgroupID == 0 || receiver.subscriptions.contains(subgroupID) else {
+                return refuseFrame(.unknownDestination)
+            }
             deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
         } else {
-            for number in rooms[roomID]!.members.keys.sorted() {
-                deliver(restamped, tag: tag, to: rooms[roomID]!.members[number]!, slow: &slow, now: now)
+            let receivers = subgroupID == 0 ? rooms[roomID]!.members.keys.sorted() : rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted()
+            for number in receivers {
+                guard let receiver = rooms[roomID]!.members[number] else { continue }
+                deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
             }
         }
         isolate(slow, now: now)
-    }
-
-    /// The link tag of a relayed main-room frame (data, or a session's open or close): what the
-    /// sending relay computed, computed again here from the frame.
-    static func mainRoomTag(of frame: [UInt8]) -> FrameTag? {
-        frame.withUnsafeBytes { raw -> FrameTag? in
-            guard raw.count > RelayEnvelope.size, (try? RelayEnvelope.parse(raw)) != nil else { return nil }
-            let inner = UnsafeRawBufferPointer(rebasing: raw[RelayEnvelope.size...])
-            switch try? FrameKind.peek(inner) {
-            case .data?:
-                guard let (header, _) = try? DataFrameHeader.parse(inner), header.subgroupID == 0 else { return nil }
-                return FrameTag(channel: sessionKey(stream: header.streamID.wireValue, subgroupID: 0), delivery: .for(header.sessionType))
-            case .control?:
-                switch try? ControlFrame.parse(inner) {
-                case .sessionOpen(let stream, 0, _, _)?, .sessionClose(let stream, 0, _)?:
-                    return FrameTag(channel: sessionKey(stream: stream.wireValue, subgroupID: 0))
-                default:
-                    return nil
-                }
-            case nil:
-                return nil
-            }
-        }
     }
 }

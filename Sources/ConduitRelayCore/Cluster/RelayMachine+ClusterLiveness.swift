@@ -8,9 +8,9 @@ public struct RelayClusterLiveness: Sendable, Hashable {
     /// are reported left on this relay. Several heartbeats long, so one lost message is not a death.
     public var silenceTimeout: Duration
 
-    /// Heartbeats every second; a relay silent for 5 s is dead (issue 16: "within the presence
-    /// timeout, default at most 5 s").
-    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(5)) {
+    /// Heartbeats every second; a relay silent for 4 s is dead, so that its members are reported
+    /// left within 5 s of its death (issue 16), the room's next peer-list update included.
+    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(4)) {
         self.heartbeatInterval = heartbeatInterval
         self.silenceTimeout = silenceTimeout
     }
@@ -41,6 +41,9 @@ extension RelayMachine {
                 statistics.cluster.relaysTimedOut += 1
                 rooms[roomID]!.remoteLastHeard[node] = nil
                 rooms[roomID]!.clusterInbound[node] = nil
+                rooms[roomID]!.remoteSubgroups[node] = nil
+                rooms[roomID]!.remoteChannels[node] = nil
+                applyTracks(published: [], subscribed: [], of: node, in: roomID)
                 applyPresence([], of: node, in: roomID, now: now)
             }
         }
