@@ -3,6 +3,7 @@ import ConduitARQ
 public import ConduitRelayCore
 public import ConduitDriver
 import ConduitReliableTransport
+import ConduitRooms
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -45,8 +46,12 @@ public actor RelayServer {
     /// Links ended since the heap was last trimmed, and when that was (see `trimHeapAfterChurn`).
     private var linksEndedSinceTrim = 0
     private var lastTrim = ConduitInstant.zero
-    /// The NATS link to the other relays, once ``joinCluster(_:)`` ran (RelayServer+Cluster.swift).
-    var cluster: RelayClusterBridge?
+    /// The bus to the other relays (NATS, once ``joinCluster(_:liveness:)`` ran) or to the other
+    /// shards of this process (RelayServer+Cluster.swift, RelayShardGroup.swift).
+    var cluster: (any RelayClusterBus)?
+    /// The token IDs every shard of this process has admitted, when it is one of a
+    /// ``RelayShardGroup``'s shards: a replay is refused at once on every shard.
+    let sharedTokens: RelaySharedTokenLedger?
     /// Messages for the cluster the NATS client refused (the other relays count them as lost too).
     public internal(set) var clusterPublishFailures = 0
     /// Token uses announced to and heard from the cluster (RelayClusterTokens.swift).
@@ -77,6 +82,19 @@ public actor RelayServer {
         wallClock: @escaping @Sendable () -> UInt64 = RelayServer.unixTime,
         clock: any ConduitClock = SystemMonotonicClock()
     ) {
+        self.init(authority: authority, configuration: configuration, registry: registry, wallClock: wallClock, clock: clock, sharedTokens: nil)
+    }
+
+    /// A shard of a ``RelayShardGroup``: token uses are checked against `sharedTokens` too.
+    init(
+        authority: RelayTokenAuthority,
+        configuration: RelayConfiguration,
+        registry: TransportRegistry,
+        wallClock: @escaping @Sendable () -> UInt64,
+        clock: any ConduitClock,
+        sharedTokens: RelaySharedTokenLedger?
+    ) {
+        self.sharedTokens = sharedTokens
         self.configuration = configuration
         self.machine = RelayMachine(configuration: configuration)
         self.authority = authority
@@ -94,12 +112,24 @@ public actor RelayServer {
     @discardableResult
     public func listen(on url: String) async throws(ConduitError) -> TransportURL {
         guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
-        let (transport, resolved) = try registry.resolve(url)
-        let reliability = try ARQEngine.Configuration(url: resolved)
-        let listener = try await transport.listen(on: resolved.withoutReliableTransportOptions)
+        let (listener, reliability) = try await Self.openListener(url, registry: registry)
         listeners.append(listener)
         tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
         return listener.localURL
+    }
+
+    /// A listener on `url`, and the reliability its links get (URL options such as the ARQ's are
+    /// the relay's, not the transport's).
+    static func openListener(_ url: String, registry: TransportRegistry) async throws(ConduitError) -> (any TransportListener, ARQEngine.Configuration) {
+        let (transport, resolved) = try registry.resolve(url)
+        let reliability = try ARQEngine.Configuration(url: resolved)
+        return (try await transport.listen(on: resolved.withoutReliableTransportOptions), reliability)
+    }
+
+    /// The listener's next link, made reliable if it loses datagrams; nil once the listener closed.
+    static func nextLink(_ listener: any TransportListener, reliability: ARQEngine.Configuration, clock: any ConduitClock) async -> (any TransportLink)? {
+        guard let raw = try? await listener.accept() else { return nil }
+        return await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability, clock: clock)
     }
 
     /// Counters of joins, refusals by reason, frames relayed and dropped.
@@ -154,13 +184,13 @@ public actor RelayServer {
 
     private func acceptLoop(_ listener: any TransportListener, reliability: ARQEngine.Configuration) async {
         while !Task.isCancelled {
-            guard let raw = try? await listener.accept() else { break }
-            let link = await ReliableTransportLink.wrapIfNeeded(raw, configuration: reliability, clock: clock)
+            guard let link = await Self.nextLink(listener, reliability: reliability, clock: clock) else { break }
             adopt(link)
         }
     }
 
-    private func adopt(_ link: any TransportLink) {
+    /// Serves `link` (accepted here, or by a ``RelayShardGroup`` that picked this shard for it).
+    func adopt(_ link: any TransportLink) {
         guard !isShutDown else {
             Task { await link.close() }
             return
@@ -304,12 +334,7 @@ public actor RelayServer {
         while let action = machine.pollAction() {
             switch action {
             case .authorize(let id, let request):
-                switch authority.authorizeToken(request, unixTime: wallClock()) {
-                case .success(let token):
-                    announceTokenUse(token)
-                    machine.admit(id, grant: token.grant, now: now())
-                case .failure(let refusal): machine.refuse(id, refusal, now: now())
-                }
+                authorize(id, request)
             case .transmit(let id):
                 links[id]?.wake.yield()
             case .resumeReading(let id):
@@ -323,6 +348,22 @@ public actor RelayServer {
                     clock.after(.seconds(2)) { await self.forceClose(id, link) }
                 }
             }
+        }
+    }
+
+    /// Checks a join's token (and, on a shard, that no other shard admitted it), then admits or refuses.
+    private func authorize(_ id: RelayConnectionID, _ request: RelayJoinRequest) {
+        let unixTime = wallClock()
+        let checked = authority.authorizeToken(request, unixTime: unixTime).flatMap { token -> Result<RelayToken, RelayRefusal> in
+            guard let sharedTokens else { return .success(token) }
+            return sharedTokens.claim(token.id, expiresAt: token.expiresAt, unixTime: unixTime).map { token }
+        }
+        switch checked {
+        case .success(let token):
+            announceTokenUse(token)
+            machine.admit(id, grant: token.grant, now: now())
+        case .failure(let refusal):
+            machine.refuse(id, refusal, now: now())
         }
     }
 

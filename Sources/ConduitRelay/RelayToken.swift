@@ -197,9 +197,15 @@ public struct RelayTokenAuthority: Sendable {
         guard unixTime < token.expiresAt else { return .failure(.tokenExpired) }
         guard token.room == request.room else { return .failure(.wrongRoom) }
         guard token.peer == request.peer else { return .failure(.wrongPeer) }
-        guard used[token.id] == nil else { return .failure(.tokenReplayed) }
-        guard remember(token.id, expiresAt: token.expiresAt, unixTime: unixTime) else { return .failure(.overLimit) }
-        return .success(token)
+        return claim(token.id, expiresAt: token.expiresAt, unixTime: unixTime).map { token }
+    }
+
+    /// Remembers token `id` for one join: `.tokenReplayed` if it joined already, `.overLimit` if
+    /// the table is full of unexpired IDs.
+    mutating func claim(_ id: [UInt8], expiresAt: UInt64, unixTime: UInt64) -> Result<Void, RelayRefusal> {
+        guard used[id] == nil else { return .failure(.tokenReplayed) }
+        guard remember(id, expiresAt: expiresAt, unixTime: unixTime) else { return .failure(.overLimit) }
+        return .success(())
     }
 
     /// A token another relay of the cluster admitted: refused here too from now on (until it

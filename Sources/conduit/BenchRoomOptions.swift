@@ -30,7 +30,33 @@ struct BenchRoomOptions: ParsableArguments {
     @Option(name: .customLong("relay-arg"), parsing: .unconditionalSingleValue, help: "Room bench: one more argument for 'conduit relay' (repeatable).")
     var relayArguments: [String] = []
 
+    @Option(
+        name: .customLong("relay-threads"),
+        parsing: .upToNextOption,
+        help: "Room bench: run the room once per value, the relay started with --threads N each time (e.g. --relay-threads 1 2), and print how each run's forwarded messages/s compares with the first's."
+    )
+    var relayThreads: [Int] = []
+
     func run(transport: String?, size: Int?, json: Bool) async throws {
+        guard relayThreads.allSatisfy({ (1...1_024).contains($0) }) else { throw ValidationError("--relay-threads values must be 1...1024") }
+        var first: BenchRoom.Report?
+        for threads in relayThreads.isEmpty ? [nil] : relayThreads.map(Optional.some) {
+            let report = try await runOnce(transport: transport, size: size, json: json, threads: threads)
+            let baseline = first ?? report
+            first = baseline
+            if let threads, !json {
+                print(String(format: "relay threads %d: %.0f forwarded messages/s, %.2f× the first run's; relay CPU %.1f µs per forwarded message",
+                             threads, report.forwardedMessagesPerSecond, report.forwardedMessagesPerSecond / max(baseline.forwardedMessagesPerSecond, 1),
+                             report.relayCPUMicrosPerMessage))
+            }
+            guard report.isComplete else {
+                throw ValidationError("the room lost or reordered reliable messages: \(report.missing) missing, \(report.duplicates) duplicates, \(report.outOfOrder) out of order")
+            }
+        }
+    }
+
+    /// One room run (the relay on `threads` shards, if given); prints its report.
+    private func runOnce(transport: String?, size: Int?, json: Bool, threads: Int?) async throws -> BenchRoom.Report {
         var secret = [UInt8](repeating: 0, count: 32)
         for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
         let key = try ReportOutput.checked { () throws(ConduitError) in try RelaySecret(bytes: secret) }
@@ -49,7 +75,7 @@ struct BenchRoomOptions: ParsableArguments {
         options.size = size ?? 1_024
         options.rate = rate
         options.transport = transport ?? options.transport
-        options.relayArguments = relayArguments
+        options.relayArguments = relayArguments + (threads.map { ["--threads", "\($0)"] } ?? [])
         options.relays = relays
         options.natsServer = natsServer
         var configuration = ConduitConfiguration()
@@ -73,9 +99,7 @@ struct BenchRoomOptions: ParsableArguments {
                 report.relayCPUSeconds, report.relayCPUMicrosPerMessage, report.delivered, report.expected, report.duplicates, report.outOfOrder, report.ended
             ))
         }
-        guard report.isComplete else {
-            throw ValidationError("the room lost or reordered reliable messages: \(report.missing) missing, \(report.duplicates) duplicates, \(report.outOfOrder) out of order")
-        }
+        return report
     }
 }
 

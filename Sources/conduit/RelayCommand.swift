@@ -6,6 +6,7 @@ import Metrics
 import ServiceLifecycle
 import ConduitRooms
 import ConduitRelayCore
+import Foundation
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,6 +49,12 @@ struct RelayCommand: AsyncParsableCommand {
     var clusterHeartbeat: Double = 1
 
     @Option(
+        name: .customLong("threads"),
+        help: "Shards, one per core the relay uses (default: the CPUs it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory. Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
+    )
+    var threads: Int?
+
+    @Option(
         name: .customLong("log-level"),
         help: "Log level on standard error (trace, debug, info, notice, warning, error, critical); at debug the transports' link lifecycle too."
     )
@@ -65,22 +72,30 @@ struct RelayCommand: AsyncParsableCommand {
         let transports = try CommandLogging.logger(level: logLevel)
         var logger = Logger(label: "conduit.relay")
         logger.logLevel = transports?.logLevel ?? .info
-        let server = RelayServer(
+        let cpus = CPUAffinity.allowed()?.count ?? ProcessInfo.processInfo.activeProcessorCount
+        let threads = self.threads ?? cpus
+        guard threads > 0, threads <= 1_024 else { throw ValidationError("--threads must be 1...1024") }
+        if threads < cpus, let confined = CPUAffinity.confine(to: threads) {
+            logger.info("confined to CPUs", metadata: ["cpus": "\(confined)"])
+        }
+        let server = RelayShardGroup(
+            threads: threads,
             authority: RelayTokenAuthority(secret: secret),
             configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
             registry: CommandRegistry.make(logger: transports)
         )
-        for url in urls {
-            let bound = try await server.listen(on: url)
-            ReportOutput.printNow("relay listening on \(bound)")
-            logger.info("listening", metadata: ["url": "\(bound)"])
-        }
+        // Before listening: with several shards, each joins the cluster itself.
         if let cluster {
             let liveness = RelayClusterLiveness(
                 heartbeatInterval: .milliseconds(Int64(clusterHeartbeat * 1_000)), silenceTimeout: .milliseconds(Int64(clusterTimeout * 1_000)))
             try await server.joinCluster(cluster, liveness: liveness)
             ReportOutput.printNow("relay joined the cluster at \(cluster)")
             logger.info("joined cluster", metadata: ["url": "\(cluster)"])
+        }
+        for url in urls {
+            let bound = try await server.listen(on: url)
+            ReportOutput.printNow("relay listening on \(bound)")
+            logger.info("listening", metadata: ["url": "\(bound)", "threads": "\(threads)"])
         }
         let service = RelayService(server: server, logger: logger, interval: .milliseconds(Int64(statsInterval * 1_000)))
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -91,7 +106,7 @@ struct RelayCommand: AsyncParsableCommand {
 /// The relay as a swift-service-lifecycle service: runs until graceful shutdown, publishing its
 /// counters meanwhile, then shuts the relay down (members are told, links closed).
 struct RelayService: Service {
-    let server: RelayServer
+    let server: RelayShardGroup
     let logger: Logger
     let interval: Duration
 

@@ -4,18 +4,12 @@ import ConduitRelayCore
 import ConduitNATS
 #endif
 
-/// A message from the cluster: its subject says what it is.
-struct RelayClusterInbound: Sendable {
-    let subject: String
-    let payload: [UInt8]
-}
-
 /// The relay's link to its cluster: a NATS connection (the official C client, behind the NATS
 /// trait) on which the relay publishes its `RelayClusterMessage`s, one subject per room, and
 /// receives every other relay's. No protocol of its own beyond those subjects and messages
 /// (`docs/wire-format.md`, "Relay cluster"); discovery is NATS's: a relay hears the others by
 /// subscribing to every room subject.
-struct RelayClusterBridge: Sendable {
+struct RelayClusterBridge: RelayClusterBus {
     #if NATS
     private let client: NATSClient
     private let subscription: NATSSubscription
@@ -50,12 +44,13 @@ struct RelayClusterBridge: Sendable {
         }
     }
 
-    /// The other relays' messages (and this relay's own, which are ignored), in order.
-    var messages: AsyncStream<RelayClusterInbound> {
+    /// The other relays' messages (and this relay's own, which are ignored), in order, one per
+    /// batch (the C client hands them over one at a time).
+    func deliveries() -> AsyncStream<[RelayClusterInbound]> {
         let source = subscription.messages
         return AsyncStream { continuation in
             let pump = Task {
-                for await message in source { continuation.yield(RelayClusterInbound(subject: message.subject, payload: message.payload)) }
+                for await message in source { continuation.yield([RelayClusterInbound(subject: message.subject, payload: message.payload)]) }
                 continuation.finish()
             }
             continuation.onTermination = { _ in pump.cancel() }
@@ -77,7 +72,7 @@ struct RelayClusterBridge: Sendable {
     }
 
     func publish(_ payload: [UInt8], on subject: String) -> Bool { false }
-    var messages: AsyncStream<RelayClusterInbound> { AsyncStream { $0.finish() } }
+    func deliveries() -> AsyncStream<[RelayClusterInbound]> { AsyncStream { $0.finish() } }
     var dropped: Int { 0 }
     func close() async {}
     #endif

@@ -25,14 +25,20 @@ extension RelayServer {
             await bridge.close()
             throw ConduitError(.connectionClosed, "the relay shut down (or joined a cluster) meanwhile")
         }
-        cluster = bridge
+        join(bridge, as: node, liveness: liveness)
+    }
+
+    /// Makes this relay node `node` of the cluster `bus` reaches (NATS, or the in-process bus of
+    /// a ``RelayShardGroup``'s shards). The relay must not be in a cluster yet.
+    func join(_ bus: any RelayClusterBus, as node: RelayNodeID, liveness: RelayClusterLiveness) {
+        cluster = bus
         machine.joinCluster(as: node, liveness: liveness, now: now())
         runActions()
-        let messages = bridge.messages
+        let deliveries = bus.deliveries()
         tasks.append(Task { [weak self] in
-            for await message in messages {
+            for await batch in deliveries {
                 guard let self else { return }
-                await self.ingestCluster(message)
+                await self.ingestCluster(batch)
             }
         })
     }
@@ -44,10 +50,17 @@ extension RelayServer {
     /// the machine, through the gaps they leave).
     public var clusterMessagesDroppedOnArrival: Int { cluster?.dropped ?? 0 }
 
-    private func ingestCluster(_ message: RelayClusterInbound) {
+    /// A batch from the bus, in order; the machine's actions run once for all of it.
+    private func ingestCluster(_ batch: [RelayClusterInbound]) {
         guard !isShutDown else { return }
-        if message.subject == RelayClusterTokenUse.subject { return ingestTokenUse(message.payload) }
-        machine.handleCluster(message.payload, now: now())
+        let current = now()
+        for message in batch {
+            if message.subject == RelayClusterTokenUse.subject {
+                ingestTokenUse(message.payload)
+            } else {
+                machine.handleCluster(message.payload, now: current)
+            }
+        }
         runActions()
     }
 

@@ -1,0 +1,28 @@
+/// A message from the cluster: its subject says what it is.
+struct RelayClusterInbound: Sendable {
+    let subject: String
+    let payload: [UInt8]
+}
+
+/// What carries a relay's `RelayClusterMessage`s and token uses to the other members of its
+/// cluster, and theirs to it: NATS between relay processes (``RelayClusterBridge``), or a bus in
+/// memory between the shards of one process (``RelayInProcessBus``). The machine's cluster rules
+/// (numbered room streams, presence, liveness) are the same over either, so what holds across
+/// relays holds across shards.
+///
+/// Like NATS core, a bus delivers at most once, in the order each publisher published; a message
+/// it had to drop leaves a gap in its sender's numbering, which the receiving machine counts.
+protocol RelayClusterBus: Sendable {
+    /// Publishes `payload` on `subject`; false if the bus refused it (closed).
+    func publish(_ payload: [UInt8], on subject: String) -> Bool
+
+    /// The other members' messages, in batches (one actor hop per batch, not per message), in the
+    /// order they were published; finishes when the bus closes. Called once.
+    func deliveries() -> AsyncStream<[RelayClusterInbound]>
+
+    /// Messages dropped on arrival because this member did not read them fast enough.
+    var dropped: Int { get }
+
+    /// Lets what was published go out (bounded), then stops delivering.
+    func close() async
+}

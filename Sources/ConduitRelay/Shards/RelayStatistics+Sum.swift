@@ -1,0 +1,26 @@
+import ConduitRelayCore
+
+extension RelayStatistics {
+    /// Adds `other`'s counters to these (a shard group's total). A counter added to
+    /// `RelayStatistics` must be listed in ``counters`` to be summed.
+    mutating func add(_ other: RelayStatistics) {
+        for counter in Self.counters { self[keyPath: counter] += other[keyPath: counter] }
+        for (kind, count) in other.refusals { refusals[kind, default: 0] += count }
+        for counter in Self.clusterCounters { cluster[keyPath: counter] += other.cluster[keyPath: counter] }
+    }
+
+    private static var counters: [WritableKeyPath<RelayStatistics, Int>] {
+        [
+            \.framesAccepted, \.framesRelayed, \.bytesRelayed, \.unreliableDropped, \.droppedUnsupported, \.slowReceiversDisconnected,
+            \.sendersPaused, \.laggingReceivers, \.vanished, \.joinDeadlinesMissed, \.pendingEvicted, \.joinsRateLimited, \.joins,
+            \.leaves, \.peerListUpdatesSent, \.extensionsRelayed, \.expiredInRelay, \.tracksPublished,
+        ]
+    }
+
+    private static var clusterCounters: [WritableKeyPath<RelayClusterStatistics, Int>] {
+        [
+            \.messagesPublished, \.framesForwarded, \.messagesReceived, \.framesReceived, \.gaps, \.messagesLost, \.staleDropped,
+            \.malformed, \.unknownSender, \.peerConflicts, \.overLimit, \.relaysTimedOut,
+        ]
+    }
+}
