@@ -247,20 +247,15 @@ extension RelayMachine {
         var restamped = frame
         guard let (tag, subgroupID) = adoptClusterFrame(&restamped, from: sender, of: origin.node, in: roomID) else { return }
         RelayEnvelope.restamp(&restamped, from: sender)
-        statistics.cluster.framesReceived += 1
-        var slow: [RelayConnectionID] = []
         if target != 0 {
             guard let receiver = rooms[roomID]!.members[target], receiver.origin == nil, subgroupID == 0 || receiver.subscriptions.contains(subgroupID) else {
+                statistics.cluster.framesReceived += 1
                 return refuseFrame(.unknownDestination)
             }
-            deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
+            deliverCrossing(restamped, tag: tag, to: [target], in: roomID, now: now)
         } else {
             let receivers = subgroupID == 0 ? rooms[roomID]!.members.keys.sorted() : rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted()
-            for number in receivers {
-                guard let receiver = rooms[roomID]!.members[number] else { continue }
-                deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
-            }
+            deliverCrossing(restamped, tag: tag, to: receivers, in: roomID, now: now)
         }
-        isolate(slow, now: now)
     }
 }
