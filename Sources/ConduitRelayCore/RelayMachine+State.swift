@@ -89,6 +89,7 @@ extension RelayMachine {
         var remote: [RemoteMemberKey: UInt16] = [:]
         var clusterEpoch: UInt32 = 0
         var clusterSequence: UInt64 = 0
+        var clusterDataCount: UInt64 = 0
         var clusterInbound: [RelayNodeID: ClusterStreamPosition] = [:]
         var remoteLastHeard: [RelayNodeID: ConduitInstant] = [:]
         /// Other relays' subgroup numbers in this room, and this relay's number for each.

@@ -359,7 +359,7 @@ struct ControlFrameTests {
 
     @Test("unknown close reason")
     func unknownCloseReason() {
-        for reason: UInt8 in [3, 0xFF] {
+        for reason: UInt8 in [4, 0xFF] {
             var bytes = ControlFrame.sessionClose(streamID: 100, subgroupID: 0, reason: .sessionEnd).encoded
             bytes[5] = reason
             guard case .malformedControlBody = Frames.controlError(bytes) else {

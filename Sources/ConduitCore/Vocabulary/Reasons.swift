@@ -33,12 +33,17 @@ public enum DataSessionCloseReason: UInt8, Sendable, Hashable, CaseIterable, Cus
     case `internal` = 1
     /// The peer does not support this stream ID (1:1 calls).
     case unsupported = 2
+    /// Group calls across clustered relays: messages of this sender's session were lost between
+    /// relays (the relays' link delivers at most once). Reported to the receivers by their relay;
+    /// the sender's session goes on, and what it sends next still arrives.
+    case lostBetweenRelays = 3
 
     public var description: String {
         switch self {
         case .sessionEnd: "sessionEnd"
         case .internal: "internal"
         case .unsupported: "unsupported"
+        case .lostBetweenRelays: "lostBetweenRelays"
         }
     }
 }

@@ -51,15 +51,20 @@ public struct RelayClusterMessage: Hashable, Sendable {
     public var epoch: UInt32
     /// 1, 2, 3… within the epoch, over every message of the stream.
     public var sequence: UInt64
+    /// How many data messages the stream has carried so far, this one included: a receiver
+    /// that finds more than it took knows routed data was lost, not just an announcement (which
+    /// the next one repairs).
+    public var dataCount: UInt64
     /// What it says.
     public var body: Body
 
     /// A message.
-    public init(node: RelayNodeID, room: RoomID, epoch: UInt32, sequence: UInt64, body: Body) {
+    public init(node: RelayNodeID, room: RoomID, epoch: UInt32, sequence: UInt64, dataCount: UInt64 = 0, body: Body) {
         self.node = node
         self.room = room
         self.epoch = epoch
         self.sequence = sequence
+        self.dataCount = dataCount
         self.body = body
     }
 
@@ -98,6 +103,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
         bytes.appendBigEndian(node.rawValue)
         bytes.appendBigEndian(epoch)
         bytes.appendBigEndian(sequence)
+        bytes.appendBigEndian(dataCount)
         bytes.append(UInt8(roomBytes.count))
         bytes += roomBytes
         switch body {
@@ -167,6 +173,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
         let node = RelayNodeID(try reader.uint64())
         let epoch = UInt32(truncatingIfNeeded: try reader.uint64(width: 4))
         let sequence = try reader.uint64()
+        let dataCount = try reader.uint64()
         let room = try reader.identifier(RoomID.self)
         let body: Body
         switch kind {
@@ -239,7 +246,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
             throw .unknownFrameKind(kind)
         }
         guard reader.isAtEnd else { throw .malformedControlBody("\(reader.remaining) bytes after a cluster message") }
-        return RelayClusterMessage(node: node, room: room, epoch: epoch, sequence: sequence, body: body)
+        return RelayClusterMessage(node: node, room: room, epoch: epoch, sequence: sequence, dataCount: dataCount, body: body)
     }
 }
 

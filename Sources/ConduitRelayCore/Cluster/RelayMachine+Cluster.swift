@@ -24,6 +24,12 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     public var staleDropped = 0
     /// Messages that did not parse (dropped).
     public var malformed = 0
+    /// Routed data messages from other relays that never arrived (found by the data count every
+    /// message carries), among `messagesLost`.
+    public var dataLost = 0
+    /// Sessions of other relays' members reported to the receivers here as having lost messages
+    /// between relays (`senderSessionEnded` with reason `lostBetweenRelays`).
+    public var sessionsReportedLost = 0
     /// Frames from a member the relay has not heard announced (dropped).
     public var unknownSender = 0
     /// Announced members whose peer ID is already in the room here (two relays admitted the same
@@ -67,6 +73,7 @@ extension RelayMachine {
     struct ClusterStreamPosition: Sendable {
         var epoch: UInt32
         var sequence: UInt64
+        var dataCount: UInt64 = 0
     }
 
     /// The machine's side of a cluster: its node name, what it has to publish.
@@ -143,7 +150,10 @@ extension RelayMachine {
             cluster!.nextEpoch &+= 1
         }
         rooms[roomID]!.clusterSequence += 1
-        let message = RelayClusterMessage(node: node, room: roomID, epoch: rooms[roomID]!.clusterEpoch, sequence: rooms[roomID]!.clusterSequence, body: body)
+        if case .data = body { rooms[roomID]!.clusterDataCount += 1 }
+        let message = RelayClusterMessage(
+            node: node, room: roomID, epoch: rooms[roomID]!.clusterEpoch, sequence: rooms[roomID]!.clusterSequence,
+            dataCount: rooms[roomID]!.clusterDataCount, body: body)
         cluster!.outbox.append(message)
         statistics.cluster.messagesPublished += 1
     }
@@ -182,18 +192,25 @@ extension RelayMachine {
     mutating func takeSequence(of message: RelayClusterMessage) -> Bool {
         let previous = rooms[message.room]!.clusterInbound[message.node]
         var missing: UInt64 = 0
+        // Data messages of the stream before this one that never arrived.
+        var dataMissing: UInt64 = 0
+        let thisData: UInt64 = if case .data = message.body { 1 } else { 0 }
         if let previous, previous.epoch == message.epoch {
             guard message.sequence > previous.sequence else {
                 statistics.cluster.staleDropped += 1
                 return false
             }
             missing = message.sequence - previous.sequence - 1
+            dataMissing = message.dataCount &- previous.dataCount &- thisData
         } else if previous != nil {
             // The room started again on that relay: its new stream counts from 1.
-            missing = message.sequence - 1
+            missing = message.sequence &- 1
+            dataMissing = message.dataCount &- thisData
         }
         // (A stream first heard here starts where it is heard: what it sent before was not for this relay.)
-        rooms[message.room]!.clusterInbound[message.node] = ClusterStreamPosition(epoch: message.epoch, sequence: message.sequence)
+        rooms[message.room]!.clusterInbound[message.node] = ClusterStreamPosition(epoch: message.epoch, sequence: message.sequence, dataCount: message.dataCount)
+        // (A count that does not add up — more than the gap holds — is a broken sender: not taken as loss.)
+        if dataMissing > 0, dataMissing <= missing { reportDataLost(from: message.node, in: message.room, messages: dataMissing) }
         if missing > 0 {
             statistics.cluster.gaps += 1
             statistics.cluster.messagesLost += Int(clamping: missing)
@@ -247,20 +264,15 @@ extension RelayMachine {
         var restamped = frame
         guard let (tag, subgroupID) = adoptClusterFrame(&restamped, from: sender, of: origin.node, in: roomID) else { return }
         RelayEnvelope.restamp(&restamped, from: sender)
-        statistics.cluster.framesReceived += 1
-        var slow: [RelayConnectionID] = []
         if target != 0 {
             guard let receiver = rooms[roomID]!.members[target], receiver.origin == nil, subgroupID == 0 || receiver.subscriptions.contains(subgroupID) else {
+                statistics.cluster.framesReceived += 1
                 return refuseFrame(.unknownDestination)
             }
-            deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
+            deliverCrossing(restamped, tag: tag, to: [target], in: roomID, now: now)
         } else {
             let receivers = subgroupID == 0 ? rooms[roomID]!.members.keys.sorted() : rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted()
-            for number in receivers {
-                guard let receiver = rooms[roomID]!.members[number] else { continue }
-                deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now)
-            }
+            deliverCrossing(restamped, tag: tag, to: receivers, in: roomID, now: now)
         }
-        isolate(slow, now: now)
     }
 }

@@ -74,44 +74,23 @@ extension RelayMachine {
         guard let room = rooms[roomID], !room.remote.isEmpty, let channel = room.channels[id],
             channel.directions.contains(where: { $0.value.receives && room.members[$0.key]?.origin != nil })
         else { return }
-        publishCluster(roomID, .data(origin: member, targetNode: 0, targetMember: 0, frame: frame))
-        statistics.cluster.framesForwarded += 1
+        publishCrossing(frame, from: member, in: roomID)
     }
 
     /// A channel frame from a member of another relay: renumbered for this relay (channel, and the
     /// sender its receivers' headers name), then handed to the members here receiving on it.
     mutating func deliverClusterChannelFrame(_ frame: [UInt8], from sender: UInt16, of node: RelayNodeID, in roomID: RoomID, now: ConduitInstant) {
-        let parsed = frame.withUnsafeBytes { raw -> ChannelFrameHeader? in
-            guard let header = try? ChannelFrameHeader.parse(raw),
-                let (inner, _) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: raw[ChannelFrameHeader.size...])),
-                inner.subgroupID == header.channelID
-            else { return nil }
-            return header
-        }
-        guard let header = parsed else {
-            statistics.cluster.malformed += 1
-            return
-        }
+        guard let header = crossingHeader(of: frame, headerSize: ChannelFrameHeader.size, ChannelFrameHeader.parse, number: \.channelID) else { return }
         guard let id = rooms[roomID]!.remoteChannels[node]?[header.channelID], let channel = rooms[roomID]!.channels[id],
             channel.directions[sender]?.sends == true
         else {
             statistics.cluster.unknownChannel += 1
             return
         }
-        var renumbered = frame
-        for offset in [2, ChannelFrameHeader.size + 6] {
-            renumbered[offset] = UInt8(id >> 8)
-            renumbered[offset + 1] = UInt8(id & 0xFF)
-        }
+        var renumbered = Self.renumbered(frame, to: id, headerSize: ChannelFrameHeader.size)
         ChannelFrameHeader.stampSender(&renumbered, sender)
-        statistics.cluster.framesReceived += 1
-        var slow: [RelayConnectionID] = []
-        let tag = FrameTag(channel: FrameTag.labeledChannel(id), delivery: header.reliability)
-        for (number, direction) in channel.directions.sorted(by: { $0.key < $1.key }) where number != sender && direction.receives {
-            guard let receiver = rooms[roomID]!.members[number] else { continue }
-            deliver(renumbered, tag: tag, to: receiver, slow: &slow, now: now)
-        }
-        isolate(slow, now: now)
+        let receivers = channel.directions.filter { $0.key != sender && $0.value.receives }.keys.sorted()
+        deliverCrossing(renumbered, tag: FrameTag(channel: FrameTag.labeledChannel(id), delivery: header.reliability), to: receivers, in: roomID, now: now)
     }
 
     /// Whether a relayed frame is a labeled channel's (its own frame kind) rather than a routed one.

@@ -147,3 +147,27 @@ extension RelayMachine {
         }
     }
 }
+
+extension RelayMachine {
+    /// Routed data of `node`'s stream for the room never arrived (NATS core delivers at most
+    /// once). Which sessions it belonged to is unknown: every reliable session of that relay's
+    /// members is reported to its receivers here (`sessionClose`, reason `lostBetweenRelays`;
+    /// their partial messages from that sender are discarded), so no loss goes unseen; the
+    /// sessions go on.
+    mutating func reportDataLost(from node: RelayNodeID, in roomID: RoomID, messages: UInt64) {
+        statistics.cluster.dataLost += Int(clamping: messages)
+        for (key, sender) in rooms[roomID]!.remote.sorted(by: { $0.key < $1.key }) where key.node == node {
+            for (sessionKey, type) in rooms[roomID]!.members[sender]!.sessions.sorted(by: { $0.key < $1.key }) where Reliability.for(type).isFullyReliable {
+                let subgroupID = UInt16(sessionKey >> 16)
+                let stream = StreamID(Int(sessionKey & 0xFFFF))
+                let report = RelayEnvelope.wrap(.relayed, member: sender, ControlFrame.sessionClose(streamID: stream, subgroupID: subgroupID, reason: .lostBetweenRelays).encoded)
+                let receivers = subgroupID == 0 ? Array(rooms[roomID]!.members.keys) : Array(rooms[roomID]!.subgroups[subgroupID]?.subscribers ?? [])
+                for number in receivers.sorted() where number != sender {
+                    guard let receiver = rooms[roomID]!.members[number], receiver.origin == nil else { continue }
+                    sendControl(receiver.connection, report, tag: .session(stream: stream, subgroupID: subgroupID, type: nil))
+                }
+                statistics.cluster.sessionsReportedLost += 1
+            }
+        }
+    }
+}

@@ -71,39 +71,63 @@ extension RelayMachine {
     /// relay has a subscriber.
     mutating func forwardTrackToCluster(_ frame: [UInt8], from member: UInt16, track id: UInt16, in roomID: RoomID) {
         guard rooms[roomID]?.tracks[id]?.remoteSubscribers.isEmpty == false else { return }
-        publishCluster(roomID, .data(origin: member, targetNode: 0, targetMember: 0, frame: frame))
-        statistics.cluster.framesForwarded += 1
+        publishCrossing(frame, from: member, in: roomID)
     }
 
     /// A track frame from a publisher of another relay: renumbered for this relay, then handed to
     /// the track's subscribers here.
     mutating func deliverClusterTrackFrame(_ frame: [UInt8], from sender: UInt16, of node: RelayNodeID, in roomID: RoomID, now: ConduitInstant) {
-        let parsed = frame.withUnsafeBytes { raw -> TrackFrameHeader? in
-            guard let header = try? TrackFrameHeader.parse(raw),
-                let (inner, _) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: raw[TrackFrameHeader.size...])),
-                inner.subgroupID == header.trackID
-            else { return nil }
-            return header
-        }
-        guard let header = parsed else {
-            statistics.cluster.malformed += 1
-            return
-        }
+        guard let header = crossingHeader(of: frame, headerSize: TrackFrameHeader.size, TrackFrameHeader.parse, number: \.trackID) else { return }
         guard let id = rooms[roomID]!.remoteTracks[node]?[header.trackID], let track = rooms[roomID]!.tracks[id], track.info.publisher == sender else {
             statistics.cluster.unknownTrack += 1
             return
         }
+        let renumbered = Self.renumbered(frame, to: id, headerSize: TrackFrameHeader.size)
+        deliverCrossing(renumbered, tag: FrameTag(channel: FrameTag.trackChannel(id), delivery: header.reliability), to: track.subscribers.sorted(), in: roomID, now: now)
+    }
+
+    /// A local member's track or channel frame for the other relays, to everyone there.
+    mutating func publishCrossing(_ frame: [UInt8], from member: UInt16, in roomID: RoomID) {
+        publishCluster(roomID, .data(origin: member, targetNode: 0, targetMember: 0, frame: frame))
+        statistics.cluster.framesForwarded += 1
+    }
+
+    /// A track or channel frame's header (`headerSize` bytes, read by `parse`), if the data frame
+    /// after it is whole and carries the header's number in its subgroup field, as every such
+    /// frame must; nil, counted as malformed, otherwise.
+    mutating func crossingHeader<Header>(
+        of frame: [UInt8], headerSize: Int, _ parse: (UnsafeRawBufferPointer) throws(WireError) -> Header, number: (Header) -> UInt16
+    ) -> Header? {
+        let header = frame.withUnsafeBytes { raw -> Header? in
+            guard let header = try? parse(raw), raw.count > headerSize,
+                let (inner, _) = try? DataFrameHeader.parse(UnsafeRawBufferPointer(rebasing: raw[headerSize...])),
+                inner.subgroupID == number(header)
+            else { return nil }
+            return header
+        }
+        if header == nil { statistics.cluster.malformed += 1 }
+        return header
+    }
+
+    /// A track or channel frame with this relay's number `id`: in its header (bytes 2–3) and in
+    /// its inner data frame's subgroup field.
+    static func renumbered(_ frame: [UInt8], to id: UInt16, headerSize: Int) -> [UInt8] {
         var renumbered = frame
-        for offset in [2, TrackFrameHeader.size + 6] {
+        for offset in [2, headerSize + 6] {
             renumbered[offset] = UInt8(id >> 8)
             renumbered[offset + 1] = UInt8(id & 0xFF)
         }
+        return renumbered
+    }
+
+    /// Queues a frame from another relay for `receivers` here (counted once), and isolates those
+    /// it made too slow.
+    mutating func deliverCrossing(_ frame: [UInt8], tag: FrameTag, to receivers: [UInt16], in roomID: RoomID, now: ConduitInstant) {
         statistics.cluster.framesReceived += 1
         var slow: [RelayConnectionID] = []
-        let tag = FrameTag(channel: FrameTag.trackChannel(id), delivery: header.reliability)
-        for number in track.subscribers.sorted() {
+        for number in receivers {
             guard let receiver = rooms[roomID]!.members[number] else { continue }
-            deliver(renumbered, tag: tag, to: receiver, slow: &slow, now: now)
+            deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
         }
         isolate(slow, now: now)
     }

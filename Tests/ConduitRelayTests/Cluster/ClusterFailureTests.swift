@@ -64,7 +64,8 @@ struct ClusterFailureTests {
         return path
     }
 
-    @Test("a relay process killed: its member is reported left on the other relay within the presence timeout, and rejoins at a relay started later that serves the existing room")
+    @Test("a relay process killed: its member is reported left on the other relay within the presence timeout, and rejoins at a relay started later that serves the existing room",
+          .enabled(if: BenchRoomTests.conduit != nil, "needs the conduit executable beside the test bundle (swift build --build-tests builds it)"))
     func aKilledRelaysMembersLeaveAndRejoinElsewhere() async throws {
         let nats = try await NATSServerProcess.start()
         let file = try Self.secretFile()
@@ -81,8 +82,9 @@ struct ClusterFailureTests {
             try await bobLog.waitUntilKnown(["alice"], by: "bob")
             doomed.kill()
             let killed = ContinuousClock.now
-            // Dead after 1.5 s of silence, noticed at the next timer: well within 1.5 s + 1 s.
-            try await aliceLog.waitUntilKnown([], by: "alice", limit: .milliseconds(2_500))
+            // Dead after 1.5 s of silence, then the next peer-list update: 1.5 s measured here; the
+            // bound leaves a loaded machine 2 s of scheduling slack.
+            try await aliceLog.waitUntilKnown([], by: "alice", limit: .milliseconds(3_500))
             print("cluster failure: a killed relay's member reported left after \(ContinuousClock.now - killed)")
             #expect(await survivor.statistics.cluster.relaysTimedOut == 1)
             #expect(Set(await survivor.members(of: "failing").values) == ["alice"])

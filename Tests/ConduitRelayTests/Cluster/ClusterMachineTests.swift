@@ -137,6 +137,17 @@ struct ClusterHarness {
         let statistics = h.relays[1].relay.statistics.cluster
         #expect(statistics.gaps == 1)
         #expect(statistics.messagesLost == 1)
+        // It was data: the receivers of alice's reliable session there are told, with the reason,
+        // before what follows; the session goes on.
+        #expect(statistics.dataLost == 1)
+        #expect(statistics.sessionsReportedLost == 1)
+        let atBob = h.relays[1].take("bob")
+        let report = atBob.firstIndex(of: .senderSessionEnded(main, from: "alice", .lostBetweenRelays))
+        let three = atBob.firstIndex { if case .received(main, "alice", .message(let bytes, _)) = $0 { bytes == Array("three".utf8) } else { false } }
+        #expect(report != nil && three != nil && report! < three!, "\(atBob)")
+        h.relays[0].send("alice", main, "four")
+        h.carry()
+        #expect(h.relays[1].messages("bob", main).map(\.1) == ["four"])
         // Peer lists still agree (the gap asked every relay to announce again).
         #expect(h.peers("bob", at: 1) == ["alice", "carol"])
     }
@@ -157,6 +168,9 @@ struct ClusterHarness {
         h.advance(by: .seconds(1))
         #expect(h.peers("alice", at: 0) == ["bob", "carol"])
         #expect(h.relays[0].relay.statistics.cluster.gaps == 1)
+        // An announcement, not data: repaired, nothing reported to anyone.
+        #expect(h.relays[0].relay.statistics.cluster.dataLost == 0)
+        #expect(h.relays[0].relay.statistics.cluster.sessionsReportedLost == 0)
     }
 
     @Test func aRelayThatFallsSilentHasItsMembersReportedLeftWithinTheTimeout() {

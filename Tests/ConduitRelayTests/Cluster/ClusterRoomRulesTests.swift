@@ -9,13 +9,8 @@ import Testing
 
     /// alice on relay 0 sending on `main`; bob on relay 1 receiving it.
     func aliceSendingToBob() -> ClusterHarness {
-        var h = ClusterHarness()
-        h.join("alice", at: 0)
-        h.join("bob", at: 1)
-        h.advance(by: .seconds(1))
-        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
-        h.relays[0].pump()
-        h.carry()
+        var h = ClusterHarness.joined([("alice", 0), ("bob", 1)])
+        h.open(main, by: "alice", at: 0)
         h.relays[1].acceptAll("bob")
         h.relays[0].send("alice", main, "before")
         h.carry()
@@ -63,19 +58,13 @@ import Testing
     /// alice on relay 0; bob and carol on relay 1; alice and bob subscribed to "team", carol not;
     /// alice's session in it open and bob's inbound made.
     func aTeamAcrossRelays(_ team: SessionKey) -> ClusterHarness {
-        var h = ClusterHarness()
-        h.join("alice", at: 0)
-        h.join("bob", at: 1)
-        h.join("carol", at: 1)
-        h.advance(by: .seconds(1))
+        var h = ClusterHarness.joined([("alice", 0), ("bob", 1), ("carol", 1)])
         h.relays[0].clients["alice"]!.machine.subscribe("team", dataSession: true)
         h.relays[1].clients["bob"]!.machine.subscribe("team", dataSession: true)
         for relay in 0...1 { h.relays[relay].pump() }
         h.carry()
-        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(team, type: .reliableMessage, now: h.relays[0].now) == .none)
-        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
-        h.relays[0].pump()
-        h.carry()
+        h.open(team, by: "alice", at: 0)
+        h.open(main, by: "alice", at: 0)
         h.relays[1].acceptAll("bob")
         h.relays[1].acceptAll("carol")
         return h
@@ -94,9 +83,7 @@ import Testing
         #expect(h.relays[1].messages("carol", team).isEmpty)
         #expect(h.relays[1].messages("carol", main).map(\.1) == ["everyone"])
         // bob answers in the subgroup: it reaches alice on the other relay.
-        #expect(h.relays[1].clients["bob"]!.machine.makeOutbound(team, type: .reliableMessage, now: h.relays[1].now) == .none)
-        h.relays[1].pump()
-        h.carry()
+        h.open(team, by: "bob", at: 1)
         h.relays[0].acceptAll("alice")
         h.relays[1].send("bob", team, "reply")
         h.carry()
@@ -133,9 +120,7 @@ import Testing
         h.relays[0].clients["alice"]!.machine.subscribe("team", dataSession: true)
         h.relays[0].pump()
         h.carry()
-        #expect(h.relays[1].clients["bob"]!.machine.makeOutbound(team, type: .reliableMessage, now: h.relays[1].now) == .none)
-        h.relays[1].pump()
-        h.carry()
+        h.open(team, by: "bob", at: 1)
         h.relays[0].acceptAll("alice")
         h.relays[1].send("bob", team, "still here")
         h.carry()
@@ -242,11 +227,7 @@ import Testing
     }
 
     @Test func aDataTrackCrossesRelaysToSubscribersOnlyWithWhatIsSentAfterSubscribing() {
-        var h = ClusterHarness()
-        h.join("alice", at: 0)
-        h.join("bob", at: 1)
-        h.join("carol", at: 1)
-        h.advance(by: .seconds(1))
+        var h = ClusterHarness.joined([("alice", 0), ("bob", 1), ("carol", 1)])
         func send(_ text: String) {
             let result = h.relays[0].clients["alice"]!.machine.sendTrack("whiteboard", bytes: Array(text.utf8), now: h.relays[0].now)
             #expect({ if case .queued = result { true } else { false } }())
@@ -291,5 +272,22 @@ import Testing
         for cut in 0..<bytes.count {
             #expect(throws: WireError.self) { try RelayClusterMessage.parse(Array(bytes[..<cut])) }
         }
+    }
+}
+
+extension ClusterHarness {
+    /// Members joined at their relays in turn, then a second for everyone to hear of everyone.
+    static func joined(_ members: [(String, Int)]) -> ClusterHarness {
+        var h = ClusterHarness()
+        for (name, relay) in members { h.join(name, at: relay) }
+        h.advance(by: .seconds(1))
+        return h
+    }
+
+    /// `name`, on `relay`, opens a reliable session on `key`; what that sends is carried everywhere.
+    mutating func open(_ key: SessionKey, by name: String, at relay: Int) {
+        #expect(relays[relay].clients[name]!.machine.makeOutbound(key, type: .reliableMessage, now: relays[relay].now) == .none)
+        relays[relay].pump()
+        carry()
     }
 }

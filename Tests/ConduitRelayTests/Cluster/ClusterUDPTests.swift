@@ -93,6 +93,55 @@ struct ClusterUDPTests {
         await nats.stop()
     }
 
+    @Test("a subgroup spans two relays: its data reaches its members on the other relay only, and its session ends there when its creator leaves it")
+    func aSubgroupSpansRelays() async throws {
+        let nats = try await NATSServerProcess.start()
+        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(UDPTransport()))
+        let (relays, addresses) = try await Self.relays(2, cluster: nats, registry: runtime.registry)
+        var members: [PeerID: (Conference, EventLog)] = [:]
+        for (name, relay) in [("alice", 0), ("bob", 1), ("carol", 1)] {
+            let peer = PeerID(stringLiteral: name)
+            let token = RelayToken(room: "teams", peer: peer, canPublish: true, canSubscribe: true, allowedSubgroups: nil, expiresAt: RelayServer.unixTime() + 600)
+            let conference = try await runtime.join(relay: "udp://127.0.0.1:\(addresses[relay].port!)", room: "teams", as: peer, token: token.signed(with: Self.secret))
+            members[peer] = (conference, EventLog(conference))
+        }
+        let (alice, aliceLog) = members["alice"]!
+        let (carol, carolLog) = members["carol"]!
+        let bobLog = members["bob"]!.1
+        do {
+            for (peer, (_, log)) in members { try await log.waitUntilKnown(Set(members.keys).subtracting([peer]), by: peer) }
+            #expect(await alice.subscribe("pair"))
+            #expect(await carol.subscribe("pair"))
+            // A barrier: carol's relay announced her subscription before her next frame, so once
+            // alice has that frame, alice's relay knows carol is in the subgroup.
+            let sync = try await carol.makeOutboundDataSession(streamID: 300, type: .reliableMessage)
+            try await aliceLog.wait(for: "carol's main-room session at alice") { $0 == .dataSessionIncoming(streamID: 300, subgroup: nil, type: .reliableMessage, from: "carol") }
+            let aliceSync = try await alice.makeInboundDataSession(streamID: 300)
+            try await sync.send(Array("sync".utf8))
+            #expect(try await read(aliceSync, count: 1).map(\.1) == ["sync"])
+
+            let pair = try await alice.makeOutboundDataSession(streamID: 100, type: .reliableMessage, subgroup: "pair")
+            try await carolLog.wait(for: "subgroup incoming at carol") { $0 == .dataSessionIncoming(streamID: 100, subgroup: "pair", type: .reliableMessage, from: "alice") }
+            let carolPair = try await carol.makeInboundDataSession(streamID: 100, subgroup: "pair")
+            try await pair.send(Array("just us".utf8))
+            #expect(try await read(carolPair, count: 1).map(\.1) == ["just us"])
+            await alice.unsubscribe("pair")
+            try await carolLog.wait(for: "carol hears the subgroup session ended") {
+                $0 == .dataSessionEnded(streamID: 100, subgroup: "pair", from: "alice", reason: .sessionEnd)
+            }
+            #expect(!bobLog.all.contains { if case .dataSessionIncoming(_, "pair"?, _, _) = $0 { true } else { false } })
+            for relay in relays { #expect(await relay.statistics.cluster.unknownSubgroup == 0) }
+        } catch {
+            Issue.record(error)
+        }
+        for (_, (conference, log)) in members {
+            log.cancel()
+            await conference.leave()
+        }
+        for relay in relays { await relay.shutdown() }
+        await nats.stop()
+    }
+
     @Test("a member leaving one relay is reported left on the other")
     func aLeaveCrossesRelays() async throws {
         let nats = try await NATSServerProcess.start()
