@@ -20,24 +20,6 @@ import ConduitCore
 /// with a loss, are not kept. A loss episode whose every loss proves spurious restores the cap
 /// it lowered. Not modelled: ACK aggregation (`extra_acked`), ECN, idle restart.
 public struct BBRCongestionControl: Sendable, Hashable {
-    /// BBR's state machine.
-    public enum State: Sendable, Hashable {
-        /// Doubling the rate each round until the bandwidth stops growing.
-        case startup
-        /// Draining the queue Startup built.
-        case drain
-        /// ProbeBW_DOWN: pacing below the estimate to leave headroom.
-        case probeBandwidthDown
-        /// ProbeBW_CRUISE: pacing at the estimate.
-        case probeBandwidthCruise
-        /// ProbeBW_REFILL: one round at the estimate before probing.
-        case probeBandwidthRefill
-        /// ProbeBW_UP: pacing above the estimate to find more bandwidth.
-        case probeBandwidthUp
-        /// ProbeRTT: a small window to measure the propagation delay.
-        case probeRTT
-    }
-
     static let startupPacingGain = 2.77
     static let startupWindowGain = 2.0
     static let drainPacingGain = 0.35
@@ -136,9 +118,11 @@ public struct BBRCongestionControl: Sendable, Hashable {
     }
 
     func pacingRate(smoothedRttNanoseconds: Int64) -> Double {
-        if pacingRateValue > 0 { return pacingRateValue }
-        // BBRInitPacingRate: the initial window over the RTT, at Startup's gain.
-        return Self.startupPacingGain * Double(window) / Double(max(smoothedRttNanoseconds, LinkTime.millisecond))
+        if filledPipe { return pacingRateValue }
+        // BBRInitPacingRate: the initial window over the RTT at Startup's gain, which Startup's
+        // rate only rises from (so a sender that was app-limited starts a burst no slower).
+        let initial = NewRenoCongestionControl.initialWindow(maxDatagramSize: maxDatagramSize)
+        return max(pacingRateValue, Self.startupPacingGain * Double(initial) / Double(max(smoothedRttNanoseconds, LinkTime.millisecond)))
     }
 
     // MARK: Per ACK
@@ -419,3 +403,25 @@ public struct BBRCongestionControl: Sendable, Hashable {
 }
 
 extension BBRCongestionControl: CongestionController {}
+
+extension BBRCongestionControl {
+    /// BBR's state machine.
+    public enum State: Sendable, Hashable {
+        /// Doubling the rate each round until the bandwidth stops growing (by 25 % for three
+        /// rounds) or a round's loss rate passes the threshold.
+        case startup
+        /// Draining the queue Startup built, pacing at 0.35 times the bandwidth until one BDP is
+        /// in flight.
+        case drain
+        /// ProbeBW_DOWN: pacing below the estimate to leave headroom.
+        case probeBandwidthDown
+        /// ProbeBW_CRUISE: pacing at the estimate.
+        case probeBandwidthCruise
+        /// ProbeBW_REFILL: one round at the estimate before probing.
+        case probeBandwidthRefill
+        /// ProbeBW_UP: pacing above the estimate to find more bandwidth.
+        case probeBandwidthUp
+        /// ProbeRTT: a small window to measure the propagation delay.
+        case probeRTT
+    }
+}

@@ -112,25 +112,26 @@ struct SharedBottleneckHarness {
         arrivals.push(Arrival(at: at, order: order, flow: flow, toReceiver: toReceiver, bytes: bytes))
     }
 
+    /// The earliest of the next arrival, any engine's deadline and a flow's start.
     func nextEvent() -> ConduitInstant? {
-        var next = arrivals.first?.at
-        for flow in flows {
-            for deadline in [flow.sender.nextDeadline(now: now), flow.receiver.nextDeadline(now: now), flow.start > now ? flow.start : nil] {
-                if let deadline { next = next.map { min($0, deadline) } ?? deadline }
-            }
+        let deadlines = flows.flatMap { flow in
+            [flow.sender.nextDeadline(now: now), flow.receiver.nextDeadline(now: now), flow.start > now ? flow.start : nil]
         }
-        return next
+        return ([arrivals.first?.at] + deadlines).compactMap { $0 }.min()
     }
 
+    /// Delivers what arrives by `instant` and fires the timers due then.
     mutating func advance(to instant: ConduitInstant) {
         now = max(now, instant)
-        while let head = arrivals.first, head.at <= now {
-            _ = arrivals.pop()
-            if head.toReceiver {
-                flows[head.flow].receiver.handle(datagram: head.bytes, now: now)
-            } else {
-                flows[head.flow].sender.handle(datagram: head.bytes, now: now)
+        while let arrival = arrivals.pop() {
+            guard arrival.at <= now else {
+                arrivals.push(arrival)
+                break
             }
+            let flow = arrival.flow
+            arrival.toReceiver
+                ? flows[flow].receiver.handle(datagram: arrival.bytes, now: now)
+                : flows[flow].sender.handle(datagram: arrival.bytes, now: now)
         }
         for index in flows.indices {
             if let deadline = flows[index].sender.nextDeadline(now: now), deadline <= now { flows[index].sender.handleTimeout(now: now) }
