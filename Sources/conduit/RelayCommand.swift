@@ -69,7 +69,7 @@ struct RelayCommand: AsyncParsableCommand {
             threads: threads,
             authority: RelayTokenAuthority(secret: secret),
             configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
-            registry: CommandRegistry.make(logger: transports)
+            registry: CommandRegistry.make(logger: transports, reusePort: threads > 1)
         )
         // Before listening: with several shards, each joins the cluster itself.
         if let cluster {
@@ -80,7 +80,8 @@ struct RelayCommand: AsyncParsableCommand {
         for url in urls {
             let bound = try await server.listen(on: url)
             ReportOutput.printNow("relay listening on \(bound)")
-            logger.info("listening", metadata: ["url": "\(bound)", "threads": "\(threads)"])
+            let spread = await server.spread
+            logger.info("listening", metadata: ["url": "\(bound)", "threads": "\(threads)", "spread": "\(spread)"])
         }
         let service = RelayService(server: server, logger: logger, interval: .milliseconds(Int64(statsInterval * 1_000)))
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
