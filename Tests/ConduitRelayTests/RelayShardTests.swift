@@ -16,6 +16,14 @@ struct RelayShardTests {
         return (group, try await group.listen(on: "udp://127.0.0.1:0"))
     }
 
+    /// Members' runtime for an exchange: no rate cap, no queue-delay warnings.
+    static func senderRuntime() -> ConduitRuntime {
+        var configuration = ConduitConfiguration()
+        configuration.rateLimit = .unlimited
+        configuration.queueDelayOn = .seconds(3_600)
+        return ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+    }
+
     static func token(_ peer: PeerID, room: RoomID) -> String {
         RelayToken(room: room, peer: peer, canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: secret)
     }
@@ -40,10 +48,7 @@ struct RelayShardTests {
 
     @Test("members on two shards see one peer list; every member's reliable messages reach the others exactly once, in order")
     func aRoomAcrossShards() async throws {
-        var configuration = ConduitConfiguration()
-        configuration.rateLimit = .unlimited
-        configuration.queueDelayOn = .seconds(3_600)
-        let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+        let runtime = Self.senderRuntime()
         let (group, address) = try await Self.group(runtime)
         #expect(await group.spread == .inTurn, "the transport shares no port here: one listener hands links out in turn")
         let everyone: Set<PeerID> = ["alice", "bob", "carol", "dave"]
@@ -72,10 +77,7 @@ struct RelayShardTests {
 
     @Test("with UDP listeners sharing the port (reusePort), each shard reads its own socket; the room still gets every message exactly once, in order")
     func aSocketPerShard() async throws {
-        var configuration = ConduitConfiguration()
-        configuration.rateLimit = .unlimited
-        configuration.queueDelayOn = .seconds(3_600)
-        let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+        let runtime = Self.senderRuntime()
         var udp = UDPTransport.Configuration()
         udp.reusePort = true
         let registry = TransportRegistry.defaults.registering(UDPTransport(configuration: udp))
