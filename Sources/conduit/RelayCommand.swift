@@ -41,9 +41,9 @@ struct RelayCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("threads"),
-        help: "Shards, one per core the relay uses (default: the CPUs it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory. Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
+        help: "Shards, one per core the relay uses (default 1: invitations do not cross shards yet; 'cores' for one per CPU it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory. Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
     )
-    var threads: Int?
+    var threads: String = "1"
 
     @Option(
         name: .customLong("log-level"),
@@ -60,8 +60,9 @@ struct RelayCommand: AsyncParsableCommand {
         var logger = Logger(label: "conduit.relay")
         logger.logLevel = transports?.logLevel ?? .info
         let cpus = CPUAffinity.allowed()?.count ?? ProcessInfo.processInfo.activeProcessorCount
-        let threads = self.threads ?? cpus
-        guard threads > 0, threads <= 1_024 else { throw ValidationError("--threads must be 1...1024") }
+        guard let threads = self.threads == "cores" ? cpus : Int(self.threads), threads > 0, threads <= 1_024 else {
+            throw ValidationError("--threads must be 1...1024 or 'cores'")
+        }
         if threads < cpus, let confined = CPUAffinity.confine(to: threads) {
             logger.info("confined to CPUs", metadata: ["cpus": "\(confined)"])
         }

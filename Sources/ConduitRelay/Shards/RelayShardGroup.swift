@@ -18,6 +18,8 @@ public import ConduitRelayCore
 ///   order, and every room rule that holds across clustered relays holds across shards.
 /// - Control plane: presence (peer lists) and leaves cross shards as cluster presence; a token
 ///   joins once in the whole process (one ledger, checked at admission on every shard).
+///   Invitations, subgroups, data tracks and labeled channels cross shards only as far as they
+///   cross clustered relays (not yet): `conduit relay` stays on one shard unless told otherwise.
 ///
 /// With one thread the group is one plain relay. With ``joinCluster(_:liveness:)`` every shard
 /// joins the NATS cluster itself instead (each one node of it), before the group listens.
