@@ -113,9 +113,18 @@ public actor RelayServer {
     public func listen(on url: String) async throws(ConduitError) -> TransportURL {
         guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
         let (listener, reliability) = try await Self.openListener(url, registry: registry)
+        serve(listener, reliability: reliability)
+        return listener.localURL
+    }
+
+    /// Accepts `listener`'s links from now on (and closes it at shutdown).
+    func serve(_ listener: any TransportListener, reliability: ARQEngine.Configuration) {
+        guard !isShutDown else {
+            Task { await listener.close() }
+            return
+        }
         listeners.append(listener)
         tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
-        return listener.localURL
     }
 
     /// A listener on `url`, and the reliability its links get (URL options such as the ARQ's are

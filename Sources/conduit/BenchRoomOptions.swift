@@ -58,7 +58,9 @@ struct BenchRoomOptions: ParsableArguments {
     /// One room run (the relay on `threads` shards, if given); prints its report.
     private func runOnce(transport: String?, size: Int?, json: Bool, threads: Int?) async throws -> BenchRoom.Report {
         var secret = [UInt8](repeating: 0, count: 32)
-        for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
+        // No whitespace bytes: the relay trims them from a secret file's ends (a key that began
+        // or ended with one would not be the key the tokens were signed with).
+        for index in secret.indices { secret[index] = UInt8.random(in: 0x21...0xFF) }
         let key = try ReportOutput.checked { () throws(ConduitError) in try RelaySecret(bytes: secret) }
         let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-room-\(getpid()).secret").path
         guard FileManager.default.createFile(atPath: secretFile, contents: Data(secret), attributes: [.posixPermissions: 0o600]) else {

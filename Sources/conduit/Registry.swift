@@ -23,9 +23,12 @@ typealias StandardPeerHandler = @Sendable (Never) async -> Void
 enum CommandRegistry {
     /// `standardPeers`: what `sctp+udp://` listeners do with standard data-channel peers; nil closes them.
     /// `logger`: where the transports log (nil: silent).
-    static func make(standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil) -> TransportRegistry {
+    /// `reusePort`: UDP listeners may share a port (a relay with a socket per shard).
+    static func make(standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil, reusePort: Bool = false) -> TransportRegistry {
         let silent = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
-        var registry = TransportRegistry.defaults.registering(UDPTransport(keyReader: .filesAndEnvironment, logger: logger ?? silent))
+        var udp = UDPTransport.Configuration()
+        udp.reusePort = reusePort
+        var registry = TransportRegistry.defaults.registering(UDPTransport(configuration: udp, keyReader: .filesAndEnvironment, logger: logger ?? silent))
         #if SCTP
         registry.register(SCTPTransport(standardPeers: standardPeers, logger: logger ?? silent))
         #else

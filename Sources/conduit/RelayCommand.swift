@@ -50,9 +50,9 @@ struct RelayCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("threads"),
-        help: "Shards, one per core the relay uses (default: the CPUs it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory. Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
+        help: "Shards, one per core the relay uses (default 1: invitations do not cross shards yet; 'cores' for one per CPU it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory. Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
     )
-    var threads: Int?
+    var threads: String = "1"
 
     @Option(
         name: .customLong("log-level"),
@@ -73,8 +73,9 @@ struct RelayCommand: AsyncParsableCommand {
         var logger = Logger(label: "conduit.relay")
         logger.logLevel = transports?.logLevel ?? .info
         let cpus = CPUAffinity.allowed()?.count ?? ProcessInfo.processInfo.activeProcessorCount
-        let threads = self.threads ?? cpus
-        guard threads > 0, threads <= 1_024 else { throw ValidationError("--threads must be 1...1024") }
+        guard let threads = self.threads == "cores" ? cpus : Int(self.threads), threads > 0, threads <= 1_024 else {
+            throw ValidationError("--threads must be 1...1024 or 'cores'")
+        }
         if threads < cpus, let confined = CPUAffinity.confine(to: threads) {
             logger.info("confined to CPUs", metadata: ["cpus": "\(confined)"])
         }
@@ -82,7 +83,7 @@ struct RelayCommand: AsyncParsableCommand {
             threads: threads,
             authority: RelayTokenAuthority(secret: secret),
             configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
-            registry: CommandRegistry.make(logger: transports)
+            registry: CommandRegistry.make(logger: transports, reusePort: threads > 1)
         )
         // Before listening: with several shards, each joins the cluster itself.
         if let cluster {
@@ -95,7 +96,8 @@ struct RelayCommand: AsyncParsableCommand {
         for url in urls {
             let bound = try await server.listen(on: url)
             ReportOutput.printNow("relay listening on \(bound)")
-            logger.info("listening", metadata: ["url": "\(bound)", "threads": "\(threads)"])
+            let spread = await server.spread
+            logger.info("listening", metadata: ["url": "\(bound)", "threads": "\(threads)", "spread": "\(spread)"])
         }
         let service = RelayService(server: server, logger: logger, interval: .milliseconds(Int64(statsInterval * 1_000)))
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

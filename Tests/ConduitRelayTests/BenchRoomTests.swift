@@ -39,7 +39,17 @@ struct BenchRoomTests {
         #expect(report.perRelay.allSatisfy { $0.forwardedMessagesPerSecond > 0 }, "each relay delivered to its own receivers: \(report.perRelay)")
     }
 
-    static func run(relays: Int, receivers: Int, messages: Int) async throws -> BenchRoom.Report {
+    @Test("a conduit relay process on 2 threads (--threads 2): 1 sender to 4 receivers spread over its shards, every delivery exactly once and in order",
+          .enabled(if: conduit != nil, "needs the conduit executable beside the test bundle (swift build --build-tests builds it)"),
+          .timeLimit(.minutes(2)))
+    func roomThroughARelayOnTwoThreads() async throws {
+        let report = try await Self.run(relays: 1, receivers: 4, messages: 300, relayArguments: ["--threads", "2"])
+        #expect(report.expected == 1_200)
+        #expect(report.isComplete, "\(report)")
+        #expect(report.ended == "complete")
+    }
+
+    static func run(relays: Int, receivers: Int, messages: Int, relayArguments: [String] = []) async throws -> BenchRoom.Report {
         let secret = (0..<32).map { UInt8($0 * 7 + 3) }
         let key = try RelaySecret(bytes: secret)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-room-test-\(UUID().uuidString)").path
@@ -54,6 +64,7 @@ struct BenchRoomTests {
         options.messages = messages
         options.size = 512
         options.relays = relays
+        options.relayArguments = relayArguments
         if let nats = NATSServerProcess.executable { options.natsServer = nats }
         options.timeout = .seconds(90)
         var configuration = ConduitConfiguration()

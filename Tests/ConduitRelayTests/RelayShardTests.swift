@@ -16,6 +16,14 @@ struct RelayShardTests {
         return (group, try await group.listen(on: "udp://127.0.0.1:0"))
     }
 
+    /// Members' runtime for an exchange: no rate cap, no queue-delay warnings.
+    static func senderRuntime() -> ConduitRuntime {
+        var configuration = ConduitConfiguration()
+        configuration.rateLimit = .unlimited
+        configuration.queueDelayOn = .seconds(3_600)
+        return ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+    }
+
     static func token(_ peer: PeerID, room: RoomID) -> String {
         RelayToken(room: room, peer: peer, canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: secret)
     }
@@ -40,11 +48,9 @@ struct RelayShardTests {
 
     @Test("members on two shards see one peer list; every member's reliable messages reach the others exactly once, in order")
     func aRoomAcrossShards() async throws {
-        var configuration = ConduitConfiguration()
-        configuration.rateLimit = .unlimited
-        configuration.queueDelayOn = .seconds(3_600)
-        let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+        let runtime = Self.senderRuntime()
         let (group, address) = try await Self.group(runtime)
+        #expect(await group.spread == .inTurn, "the transport shares no port here: one listener hands links out in turn")
         let everyone: Set<PeerID> = ["alice", "bob", "carol", "dave"]
         let members = try await Self.join(["alice", "bob", "carol", "dave"], room: "spread", at: address, runtime)
         do {
@@ -63,6 +69,29 @@ struct RelayShardTests {
             let total = await group.statistics
             #expect(total.joins == 4)
             #expect(total.cluster.framesReceived == total.cluster.framesForwarded, "every frame sent to the other shard arrived there once")
+        } catch {
+            Issue.record(error)
+        }
+        await Self.end(members, group)
+    }
+
+    @Test("with UDP listeners sharing the port (reusePort), each shard reads its own socket; the room still gets every message exactly once, in order")
+    func aSocketPerShard() async throws {
+        let runtime = Self.senderRuntime()
+        var udp = UDPTransport.Configuration()
+        udp.reusePort = true
+        let registry = TransportRegistry.defaults.registering(UDPTransport(configuration: udp))
+        let group = RelayShardGroup(threads: 2, authority: RelayTokenAuthority(secret: Self.secret), registry: registry)
+        let address = try await group.listen(on: "udp://127.0.0.1:0")
+        #expect(await group.spread == .byAddress)
+        // The kernel picks each member's shard by its address: wherever they land, the room holds.
+        let members = try await Self.join(["p0", "p1", "p2", "p3", "p4", "p5"], room: "by-address", at: address, runtime)
+        do {
+            var joins = 0
+            for shard in group.shards { joins += await shard.statistics.joins }
+            #expect(joins == 6)
+            try await RelayUDPTests.exchange(members: members, perPeer: 50)
+            #expect(await group.statistics.cluster.messagesLost == 0)
         } catch {
             Issue.record(error)
         }

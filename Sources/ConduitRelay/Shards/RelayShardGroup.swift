@@ -8,13 +8,18 @@ public import ConduitRelayCore
 /// links spread over them, and rooms whose members sit on different shards held together by the
 /// same cluster messages relays exchange through NATS, over a bus in memory.
 ///
-/// - Links: every listener's links are handed to the shards in turn, in the order they are
-///   accepted (the first to shard 0, the next to shard 1, …), so that a test can place members.
+/// - Links: where the transport lets listeners share an address (UDP with `reusePort`), each
+///   shard listens on it with a socket of its own, read on its own event loop, and the kernel
+///   spreads remote addresses over them (``LinkSpread/byAddress``); elsewhere one listener hands
+///   its links to the shards in turn, in the order they are accepted (the first to shard 0, the
+///   next to shard 1, …: ``LinkSpread/inTurn``, which lets a test place members).
 /// - Rooms: each shard is a node of an in-process cluster; a member's frame is forwarded once per
 ///   other shard that has members of the room (one fan-out per shard, not per receiver), in
 ///   order, and every room rule that holds across clustered relays holds across shards.
 /// - Control plane: presence (peer lists) and leaves cross shards as cluster presence; a token
 ///   joins once in the whole process (one ledger, checked at admission on every shard).
+///   Invitations, subgroups, data tracks and labeled channels cross shards only as far as they
+///   cross clustered relays (not yet): `conduit relay` stays on one shard unless told otherwise.
 ///
 /// With one thread the group is one plain relay. With ``joinCluster(_:liveness:)`` every shard
 /// joins the NATS cluster itself instead (each one node of it), before the group listens.
@@ -30,6 +35,17 @@ public actor RelayShardGroup {
     private var tasks: [Task<Void, Never>] = []
     private var nextShard = 0
     private var isShutDown = false
+
+    /// How links reach the shards.
+    public enum LinkSpread: Sendable, Hashable {
+        /// One listener; its links go to the shards in turn, in the order they are accepted.
+        case inTurn
+        /// A listener per shard on one shared address; the kernel picks a shard per remote address.
+        case byAddress
+    }
+
+    /// How the last ``listen(on:)`` spread its links (`.inTurn` until one shared its address).
+    public private(set) var spread = LinkSpread.inTurn
 
     /// Makes `threads` shards that listen nowhere yet (see ``listen(on:)``).
     /// - Parameters:
@@ -66,9 +82,27 @@ public actor RelayShardGroup {
         guard !isShutDown else { throw ConduitError(.connectionClosed, "the relay is shut down") }
         await joinInProcessBusIfNeeded()
         let (listener, reliability) = try await RelayServer.openListener(url, registry: registry)
-        listeners.append(listener)
-        tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
+        let own = await listenersSharing(listener)
+        if own.count == shards.count, shards.count > 1 {
+            spread = .byAddress
+            for (shard, shardListener) in zip(shards, own) { await shard.serve(shardListener, reliability: reliability) }
+        } else {
+            listeners.append(listener)
+            tasks.append(Task { await self.acceptLoop(listener, reliability: reliability) })
+        }
         return listener.localURL
+    }
+
+    /// `first` and one more listener on its address per other shard, where the transport lets
+    /// listeners share one (UDP with `reusePort`); just `first` where it does not.
+    private func listenersSharing(_ first: any TransportListener) async -> [any TransportListener] {
+        var own = [first]
+        while own.count < shards.count, let more = try? await RelayServer.openListener(first.localURL.description, registry: registry).0 {
+            own.append(more)
+        }
+        guard own.count < shards.count else { return own }
+        for extra in own.dropFirst() { await extra.close() }
+        return [first]
     }
 
     /// Makes every shard a node of the NATS cluster at `url` (see `RelayServer.joinCluster`):

@@ -22,13 +22,19 @@ struct UDPDirectSocket: Sendable {
     let descriptor: CInt
 
     #if os(Linux)
-    /// A non-blocking UDP socket bound to `address`, for a NIO channel to adopt; nil where
-    /// direct writes are not supported (then the channel binds its own).
-    static func open(boundTo address: SocketAddress) throws(ConduitError) -> UDPDirectSocket? {
+    /// A non-blocking UDP socket bound to `address` (with SO_REUSEPORT if `reusePort`), for a
+    /// NIO channel to adopt; nil where direct writes are not supported (then the channel binds its own).
+    static func open(boundTo address: SocketAddress, reusePort: Bool = false) throws(ConduitError) -> UDPDirectSocket? {
         let family = CInt(address.protocol.rawValue)
         let descriptor = socket(family, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
             throw ConduitError(.connectionFailed, "cannot open a UDP socket for \(SocketAddressing.describe(address)): errno \(errno)")
+        }
+        var on: CInt = 1
+        if reusePort, setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<CInt>.size)) != 0 {
+            let code = errno
+            close(descriptor)
+            throw ConduitError(.connectionFailed, "cannot set SO_REUSEPORT on a UDP socket for \(SocketAddressing.describe(address)): errno \(code)")
         }
         let bound = address.withSockAddr { pointer, length in bind(descriptor, pointer, socklen_t(length)) }
         guard bound == 0 else {
@@ -42,7 +48,7 @@ struct UDPDirectSocket: Sendable {
         return UDPDirectSocket(descriptor: descriptor)
     }
     #else
-    static func open(boundTo address: SocketAddress) throws(ConduitError) -> UDPDirectSocket? { nil }
+    static func open(boundTo address: SocketAddress, reusePort: Bool = false) throws(ConduitError) -> UDPDirectSocket? { nil }
     #endif
 
     /// Datagrams `run` of `batch`, each behind the RTP header `header(index)`, as one write to

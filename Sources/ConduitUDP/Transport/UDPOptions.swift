@@ -37,6 +37,12 @@ extension UDPTransport {
         /// What a listener lets remote addresses hold (links in all and per address, handshakes
         /// per second per address, links waiting to be accepted). Not a URL option.
         public var listenerLimits = ListenerLimits()
+        /// Listeners bind with SO_REUSEPORT (Linux), so that several listeners, each its own
+        /// socket read on its own event loop, may share one port: the kernel spreads the remote
+        /// addresses over them by address and port, each address always to the same socket (a
+        /// relay on several cores, `RelayShardGroup`). Default off: a second listener on a port in
+        /// use fails with `addressInUse`. Not a URL option.
+        public var reusePort = false
 
         /// A configuration; every field defaults as the URL option it stands for.
         public init(mtu: Int = Self.defaultMTU, connectTimeout: Duration? = nil, offload: Offload = .auto, srtp: SRTP? = nil) {

@@ -104,7 +104,10 @@ public struct UDPTransport: Transport {
         let loop = group.next()
         let filter = try srtpFilter(options, isClient: false)
         let offload = UDPOffloadPolicy(mode: options.offload)
-        let direct = try UDPDirectSocket.open(boundTo: address)
+        let direct = try UDPDirectSocket.open(boundTo: address, reusePort: options.reusePort)
+        if options.reusePort, direct == nil {
+            throw ConduitError(.unsupportedByTransport, "reusePort: listeners sharing a UDP port need Linux (SO_REUSEPORT on the transport's own socket)")
+        }
         let core = UDPListenerCore(loop: loop, mtu: options.mtu, offload: offload, srtp: filter, observer: observer, directSocket: direct, limits: options.listenerLimits)
         let channel = try await UDPSocket.bind(
             to: address,
