@@ -23,9 +23,15 @@ typealias StandardPeerHandler = @Sendable (Never) async -> Void
 enum CommandRegistry {
     /// `standardPeers`: what `sctp+udp://` listeners do with standard data-channel peers; nil closes them.
     /// `logger`: where the transports log (nil: silent).
-    static func make(standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil) -> TransportRegistry {
+    /// `listenerLimits`: what `udp://` listeners let one remote address hold.
+    static func make(
+        standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil,
+        listenerLimits: UDPTransport.Configuration.ListenerLimits = .init()
+    ) -> TransportRegistry {
         let silent = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
-        var registry = TransportRegistry.defaults.registering(UDPTransport(keyReader: .filesAndEnvironment, logger: logger ?? silent))
+        var udp = UDPTransport.Configuration()
+        udp.listenerLimits = listenerLimits
+        var registry = TransportRegistry.defaults.registering(UDPTransport(configuration: udp, keyReader: .filesAndEnvironment, logger: logger ?? silent))
         #if SCTP
         registry.register(SCTPTransport(standardPeers: standardPeers, logger: logger ?? silent))
         #else

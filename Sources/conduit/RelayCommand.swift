@@ -6,6 +6,7 @@ import Metrics
 import ServiceLifecycle
 import ConduitRooms
 import ConduitRelayCore
+import ConduitUDP
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,6 +39,12 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var cluster: String?
 
+    @Option(name: .customLong("max-links-per-address"), help: "udp:// listeners: links one IP address may hold at once (any port).")
+    var maxLinksPerAddress = UDPTransport.Configuration.ListenerLimits().maxLinksPerAddress
+
+    @Option(name: .customLong("handshakes-per-address"), help: "udp:// listeners: links one IP address may establish per second.")
+    var handshakesPerAddress = UDPTransport.Configuration.ListenerLimits().handshakesPerSecondPerAddress
+
     @Option(
         name: .customLong("log-level"),
         help: "Log level on standard error (trace, debug, info, notice, warning, error, critical); at debug the transports' link lifecycle too."
@@ -48,6 +55,10 @@ struct RelayCommand: AsyncParsableCommand {
         guard !urls.isEmpty else { throw ValidationError("give at least one URL to listen on") }
         guard statsInterval > 0, statsInterval <= 86_400 else { throw ValidationError("--stats-interval must be in (0, 86400]") }
         guard maxMembers > 0, maxMembers < 65_000 else { throw ValidationError("--max-members must be 1...64999") }
+        var listenerLimits = UDPTransport.Configuration.ListenerLimits()
+        listenerLimits.maxLinksPerAddress = maxLinksPerAddress
+        listenerLimits.handshakesPerSecondPerAddress = handshakesPerAddress
+        try ReportOutput.checked { () throws(ConduitError) in try listenerLimits.validate() }
         let secret = try RelaySecretFile.load(secretFile)
         let transports = try CommandLogging.logger(level: logLevel)
         var logger = Logger(label: "conduit.relay")
@@ -55,7 +66,7 @@ struct RelayCommand: AsyncParsableCommand {
         let server = RelayServer(
             authority: RelayTokenAuthority(secret: secret),
             configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
-            registry: CommandRegistry.make(logger: transports)
+            registry: CommandRegistry.make(logger: transports, listenerLimits: listenerLimits)
         )
         for url in urls {
             let bound = try await server.listen(on: url)
