@@ -45,6 +45,9 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("handshakes-per-address"), help: "udp:// listeners: links one IP address may establish per second.")
     var handshakesPerAddress = UDPTransport.Configuration.ListenerLimits().handshakesPerSecondPerAddress
 
+    @Option(name: .customLong("handshakes-per-second"), help: "udp:// listeners: links established per second from all addresses together.")
+    var handshakesPerSecond = UDPTransport.Configuration.ListenerLimits().handshakesPerSecond
+
     @Option(
         name: .customLong("log-level"),
         help: "Log level on standard error (trace, debug, info, notice, warning, error, critical); at debug the transports' link lifecycle too."
@@ -58,6 +61,7 @@ struct RelayCommand: AsyncParsableCommand {
         var listenerLimits = UDPTransport.Configuration.ListenerLimits()
         listenerLimits.maxLinksPerAddress = maxLinksPerAddress
         listenerLimits.handshakesPerSecondPerAddress = handshakesPerAddress
+        listenerLimits.handshakesPerSecond = handshakesPerSecond
         try ReportOutput.checked { () throws(ConduitError) in try listenerLimits.validate() }
         let secret = try RelaySecretFile.load(secretFile)
         let transports = try CommandLogging.logger(level: logLevel)
