@@ -59,8 +59,16 @@ struct RelayAbuseSoakTests {
         let bob = try await runtime.join(relay: url.description, room: "room", as: "bob", token: RelayAbuseUDPTests.token("bob"))
         let bobLog = EventLog(bob)
         let probe = try await LatencyProbe.start(from: alice, to: bob, log: bobLog, residentOf: relayPID)
+        // A short storm first, so the baseline is a relay that has refused a join before: the
+        // code pages of those paths (file-backed; a debug build's are large) are resident then,
+        // and what the figure compares is what the storm leaves behind.
+        var warmUp = JoinStorm.Options(port: url.port!)
+        warmUp.attemptsPerSecond = 200
+        warmUp.duration = .seconds(1)
+        _ = try await JoinStorm.run(warmUp)
         try await Task.sleep(for: .seconds(2))
         let baseline = Self.residentBytes(of: relayPID)
+        let baselineAnonymous = Self.residentBytes(of: relayPID, field: "RssAnon")
         let idle = try await probe.measure(for: .seconds(5))
 
         var options = JoinStorm.Options(port: url.port!)
@@ -73,12 +81,13 @@ struct RelayAbuseSoakTests {
         junk.cancel()
         try await Task.sleep(for: .seconds(8))  // refused links close, join deadlines pass
         let after = Self.residentBytes(of: relayPID)
+        let afterAnonymous = Self.residentBytes(of: relayPID, field: "RssAnon")
         let counters: String
         if let server { counters = "\(await server.statistics)" } else { counters = child!.output().split(separator: "\n").last { $0.contains("statistics") }.map(String.init) ?? "none logged" }
         print("""
             abuse soak: join storm \(attempts.summary)
             abuse soak: relay counters \(counters)
-            abuse soak: RSS of \(child == nil ? "this process (relay in process)" : "conduit relay \(relayPID)") \(baseline / 1_048_576) MiB before, \(after / 1_048_576) MiB after (peak during the storm \(probe.peakResident / 1_048_576) MiB)
+            abuse soak: RSS of \(child == nil ? "this process (relay in process)" : "conduit relay \(relayPID)") \(baseline / 1_048_576) MiB before, \(after / 1_048_576) MiB after (peak during the storm \(probe.peakResident / 1_048_576) MiB); anonymous (heap, stacks) \(baselineAnonymous / 1_048_576) MiB before, \(afterAnonymous / 1_048_576) MiB after
             abuse soak: member idle \(idle.rate) msg/s p99 \(idle.p99Milliseconds) ms; under the storm \(loaded.rate) msg/s p99 \(loaded.p99Milliseconds) ms
             """)
         #expect(attempts.refused > 0, "no attempt of the storm was refused: it never reached the relay")
@@ -107,10 +116,10 @@ struct RelayAbuseSoakTests {
         ])
     }
 
-    /// A process's resident set, from /proc/PID/status ("self": this one).
-    static func residentBytes(of pid: String = "self") -> Int {
+    /// A process's resident set (or another field of /proc/PID/status in kB, `RssAnon` say), "self": this one.
+    static func residentBytes(of pid: String = "self", field: String = "VmRSS") -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") })
         else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1_024
     }
