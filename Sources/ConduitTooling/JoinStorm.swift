@@ -44,19 +44,16 @@ package enum JoinStorm {
         /// HELLOs that started an attempt.
         package var attempts = 0
         /// COOKIEs, ACCEPTs (links established at the listener) and joins sent.
-        package var cookies = 0
-        package var accepts = 0
-        package var joinsSent = 0
+        package var cookies = 0, accepts = 0, joinsSent = 0
         /// Refusals read from the relay, by reason (`RelayRefusal.description`).
         package var refusals: [String: Int] = [:]
         /// Attempts given up for want of an answer: no COOKIE, no ACCEPT, no refusal in time.
-        package var noCookie = 0
-        package var noAccept = 0
-        package var noRefusal = 0
+        package var noCookie = 0, noAccept = 0, noRefusal = 0
         /// Attempts whose link the relay closed (BYE) before any refusal reached us.
         package var closedByRelay = 0
         /// Attempts that were due while every socket was busy (the pool bounded the rate).
         package var deferred = 0
+        /// How long the storm sent, in seconds.
         package var seconds = 0.0
 
         /// Attempts started per second of the storm.
