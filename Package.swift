@@ -231,7 +231,9 @@ let package = Package(
         // verifiable payloads, the listen and send jobs and their JSON reports.
         .target(
             name: "ConduitTooling",
-            dependencies: ["ConduitImpairment", "ConduitRooms", "Conduit", "ConduitCore", "ConduitSCTP"],
+            dependencies: ["ConduitImpairment", "ConduitRooms", "Conduit", "ConduitCore", "ConduitSCTP",
+                // The join-storm generator (issue 18) crafts handshakes and link packets itself.
+                "ConduitUDP", "ConduitARQ"],
             swiftSettings: strictSettings
         ),
         // The stream catalog: IDs fixed at design time, checked at build time.

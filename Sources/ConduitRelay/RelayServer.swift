@@ -43,9 +43,9 @@ public actor RelayServer {
     private var nextConnection: UInt64 = 1
     var tasks: [Task<Void, Never>] = []
     var isShutDown = false
-    /// Links ended since the heap was last trimmed, and when that was (see `trimHeapAfterChurn`).
-    private var linksEndedSinceTrim = 0
-    private var lastTrim = ConduitInstant.zero
+    /// Whether a heap trim is due (see `trimHeapAfterChurn`), and how many were done (for tests).
+    private var heapTrimScheduled = false
+    package private(set) var heapTrims = 0
     /// The bus to the other relays (NATS, once ``joinCluster(_:liveness:)`` ran) or to the other
     /// shards of this process (RelayServer+Cluster.swift, RelayShardGroup.swift).
     var cluster: (any RelayClusterBus)?
@@ -274,15 +274,18 @@ public actor RelayServer {
     }
 
     /// A storm of short-lived links (refused joins) leaves glibc's heap large though little of it
-    /// is live: freed chunks stay with the process. After every 1,024 links that ended, at most
-    /// once a second, the free memory is handed back to the system, so the relay's RSS returns to
-    /// its baseline after a storm.
+    /// is live: freed chunks stay with the process. A second after a link ends (and so at most
+    /// once a second while links keep ending) the free memory is handed back to the system, so
+    /// the relay's RSS returns to its baseline after a storm, its tail included.
     private func trimHeapAfterChurn() {
-        linksEndedSinceTrim += 1
-        let current = now()
-        guard linksEndedSinceTrim >= 1_024, current - lastTrim >= .seconds(1) else { return }
-        linksEndedSinceTrim = 0
-        lastTrim = current
+        guard !heapTrimScheduled else { return }
+        heapTrimScheduled = true
+        clock.after(.seconds(1)) { [weak self] in await self?.trimHeap() }
+    }
+
+    private func trimHeap() {
+        heapTrimScheduled = false
+        heapTrims += 1
         _ = Self.mallocTrim?(0)
     }
 

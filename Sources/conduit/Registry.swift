@@ -24,10 +24,15 @@ enum CommandRegistry {
     /// `standardPeers`: what `sctp+udp://` listeners do with standard data-channel peers; nil closes them.
     /// `logger`: where the transports log (nil: silent).
     /// `reusePort`: UDP listeners may share a port (a relay with a socket per shard).
-    static func make(standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil, reusePort: Bool = false) -> TransportRegistry {
+    /// `listenerLimits`: what `udp://` listeners let one remote address hold.
+    static func make(
+        standardPeers: StandardPeerHandler? = nil, logger: Logger? = nil, reusePort: Bool = false,
+        listenerLimits: UDPTransport.Configuration.ListenerLimits = .init()
+    ) -> TransportRegistry {
         let silent = Logger(label: "conduit", factory: { _ in SwiftLogNoOpLogHandler() })
         var udp = UDPTransport.Configuration()
         udp.reusePort = reusePort
+        udp.listenerLimits = listenerLimits
         var registry = TransportRegistry.defaults.registering(UDPTransport(configuration: udp, keyReader: .filesAndEnvironment, logger: logger ?? silent))
         #if SCTP
         registry.register(SCTPTransport(standardPeers: standardPeers, logger: logger ?? silent))

@@ -7,6 +7,7 @@ import ServiceLifecycle
 import ConduitRooms
 import ConduitRelayCore
 import Foundation
+import ConduitUDP
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,6 +40,15 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var cluster: String?
 
+    @Option(name: .customLong("max-links-per-address"), help: "udp:// listeners: links one IP address may hold at once (any port).")
+    var maxLinksPerAddress = UDPTransport.Configuration.ListenerLimits().maxLinksPerAddress
+
+    @Option(name: .customLong("handshakes-per-address"), help: "udp:// listeners: links one IP address may establish per second.")
+    var handshakesPerAddress = UDPTransport.Configuration.ListenerLimits().handshakesPerSecondPerAddress
+
+    @Option(name: .customLong("handshakes-per-second"), help: "udp:// listeners: links established per second from all addresses together.")
+    var handshakesPerSecond = UDPTransport.Configuration.ListenerLimits().handshakesPerSecond
+
     @Option(
         name: .customLong("cluster-timeout"),
         help: "Seconds after which a relay of the cluster heard nothing from is taken for dead: its members are reported left here (at least twice the heartbeat)."
@@ -68,6 +78,11 @@ struct RelayCommand: AsyncParsableCommand {
         guard clusterTimeout >= 2 * clusterHeartbeat, clusterTimeout <= 86_400 else {
             throw ValidationError("--cluster-timeout must be at least twice --cluster-heartbeat, and at most 86400")
         }
+        var listenerLimits = UDPTransport.Configuration.ListenerLimits()
+        listenerLimits.maxLinksPerAddress = maxLinksPerAddress
+        listenerLimits.handshakesPerSecondPerAddress = handshakesPerAddress
+        listenerLimits.handshakesPerSecond = handshakesPerSecond
+        try ReportOutput.checked { () throws(ConduitError) in try listenerLimits.validate() }
         let secret = try RelaySecretFile.load(secretFile)
         let transports = try CommandLogging.logger(level: logLevel)
         var logger = Logger(label: "conduit.relay")
@@ -83,7 +98,7 @@ struct RelayCommand: AsyncParsableCommand {
             threads: threads,
             authority: RelayTokenAuthority(secret: secret),
             configuration: RelayConfiguration(maxMembersPerRoom: maxMembers),
-            registry: CommandRegistry.make(logger: transports, reusePort: threads > 1)
+            registry: CommandRegistry.make(logger: transports, reusePort: threads > 1, listenerLimits: listenerLimits)
         )
         // Before listening: with several shards, each joins the cluster itself.
         if let cluster {

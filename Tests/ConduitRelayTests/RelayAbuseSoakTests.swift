@@ -5,6 +5,7 @@ import ConduitRelay
 import ConduitRelayCore
 import ConduitReliableTransport
 import ConduitRooms
+import ConduitTooling
 import ConduitUDP
 import Foundation
 import Synchronization
@@ -13,11 +14,10 @@ import Testing
 /// Issue 18's full-size abuse targets, behind CONDUIT_SOAK=1 (they take a minute and thousands of
 /// links): 1,100 links that ping every 4 s but never join, then a member joins; a storm of join
 /// attempts with bad tokens plus 200,000 junk datagrams while a member already in the room keeps
-/// sending. The figures (join time, RSS before and after, the member's rate and p99 latency idle
-/// and under the storm) are printed. By default the relay and its attackers share this process,
-/// so the RSS figure bounds the relay's from above; with CONDUIT_ABUSE_RELAY_URL and
-/// CONDUIT_ABUSE_RELAY_PID the storm goes to a `conduit relay` already running (its secret file
-/// holding `RelayAbuseUDPTests.secret`) and the RSS is that process's alone.
+/// sending. The figures (join time, the storm's achieved rate and counters, RSS before and after,
+/// the member's rate and p99 latency idle and under the storm) are printed. The storm comes from
+/// `JoinStorm` (crafted datagrams from a pool of sockets, one thread) at a `conduit relay` child
+/// process, so the RSS is the relay's alone.
 @Suite("Relay abuse soak", .enabled(if: ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1"), .timeLimit(.minutes(5)), .serialized)
 struct RelayAbuseSoakTests {
     @Test("1,100 links that ping but never join, then a member joins")
@@ -48,83 +48,80 @@ struct RelayAbuseSoakTests {
     func joinStorm() async throws {
         let transport = RelayAbuseUDPTests.transport()
         let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(transport))
-        let environment = ProcessInfo.processInfo.environment
-        let external = environment["CONDUIT_ABUSE_RELAY_URL"].flatMap { try? TransportURL(parsing: $0) }
-        let relayPID = environment["CONDUIT_ABUSE_RELAY_PID"] ?? "self"
-        let server = external == nil ? RelayServer(authority: RelayTokenAuthority(secret: RelayAbuseUDPTests.secret), registry: runtime.registry) : nil
+        // The relay in a process of its own when the conduit executable was built next to this
+        // bundle, so the RSS figure is the relay's alone; else in this one (an upper bound).
+        let child = try await Self.relayChild()
+        let server = child == nil ? RelayServer(authority: RelayTokenAuthority(secret: RelayAbuseUDPTests.secret), registry: runtime.registry) : nil
         let url: TransportURL
-        if let external { url = external } else { url = try await server!.listen(on: "udp://127.0.0.1:0") }
+        if let child { url = try TransportURL(parsing: child.url) } else { url = try await server!.listen(on: "udp://127.0.0.1:0") }
+        let relayPID = child.map { "\($0.pid)" } ?? "self"
         let alice = try await runtime.join(relay: url.description, room: "room", as: "alice", token: RelayAbuseUDPTests.token("alice"))
         let bob = try await runtime.join(relay: url.description, room: "room", as: "bob", token: RelayAbuseUDPTests.token("bob"))
         let bobLog = EventLog(bob)
         let probe = try await LatencyProbe.start(from: alice, to: bob, log: bobLog, residentOf: relayPID)
+        // A short storm first, so the baseline is a relay that has refused a join before: the
+        // code pages of those paths (file-backed; a debug build's are large) are resident then,
+        // and what the figure compares is what the storm leaves behind.
+        var warmUp = JoinStorm.Options(port: url.port!)
+        warmUp.attemptsPerSecond = 200
+        warmUp.duration = .seconds(1)
+        _ = try await JoinStorm.run(warmUp)
         try await Task.sleep(for: .seconds(2))
         let baseline = Self.residentBytes(of: relayPID)
+        let baselineAnonymous = Self.residentBytes(of: relayPID, field: "RssAnon")
         let idle = try await probe.measure(for: .seconds(5))
 
-        let storm = Task { await Self.joinStorm(at: url, via: transport, perSecond: 5_000, for: .seconds(30)) }
+        var options = JoinStorm.Options(port: url.port!)
+        options.attemptsPerSecond = 5_000
+        options.duration = .seconds(30)
+        let storm = Task { try await JoinStorm.run(options) }
         let junk = Task { Self.junk(to: url.port!, count: 200_000, over: .seconds(30)) }
         let loaded = try await probe.measure(for: .seconds(30))
-        let attempts = await storm.value
+        let attempts = try await storm.value
         junk.cancel()
         try await Task.sleep(for: .seconds(8))  // refused links close, join deadlines pass
         let after = Self.residentBytes(of: relayPID)
-        let statistics = await server?.statistics ?? RelayStatistics()
+        let afterAnonymous = Self.residentBytes(of: relayPID, field: "RssAnon")
+        let counters: String
+        if let server { counters = "\(await server.statistics)" } else { counters = child!.output().split(separator: "\n").last { $0.contains("statistics") }.map(String.init) ?? "none logged" }
         print("""
-            abuse soak: join storm \(attempts.attempts) attempts in \(attempts.seconds) s (\(Int(Double(attempts.attempts) / attempts.seconds))/s), \
-            \(attempts.refused) refused seen by the attackers; relay refusals \(statistics.refusals), joinsRateLimited \(statistics.joinsRateLimited)
-            abuse soak: RSS of \(relayPID) \(baseline / 1_048_576) MiB before, \(after / 1_048_576) MiB after (peak during the storm \(probe.peakResident / 1_048_576) MiB)
+            abuse soak: join storm \(attempts.summary)
+            abuse soak: relay counters \(counters)
+            abuse soak: RSS of \(child == nil ? "this process (relay in process)" : "conduit relay \(relayPID)") \(baseline / 1_048_576) MiB before, \(after / 1_048_576) MiB after (peak during the storm \(probe.peakResident / 1_048_576) MiB); anonymous (heap, stacks) \(baselineAnonymous / 1_048_576) MiB before, \(afterAnonymous / 1_048_576) MiB after
             abuse soak: member idle \(idle.rate) msg/s p99 \(idle.p99Milliseconds) ms; under the storm \(loaded.rate) msg/s p99 \(loaded.p99Milliseconds) ms
             """)
+        #expect(attempts.refused > 0, "no attempt of the storm was refused: it never reached the relay")
         #expect(after - baseline <= 16 * 1_048_576, "RSS grew by \((after - baseline) / 1_048_576) MiB over the storm")
         #expect(loaded.rate * 2 >= idle.rate, "the member's rate fell from \(idle.rate) to \(loaded.rate) msg/s")
         await probe.stop()
         await alice.leave()
         await bob.leave()
         await server?.shutdown()
+        child?.stop()
     }
 
-    /// A process's resident set, from /proc/PID/status ("self": this one).
-    static func residentBytes(of pid: String = "self") -> Int {
+    /// `conduit relay` on udp://127.0.0.1:0 with this suite's secret, its listener letting one
+    /// address (the storm's 127.0.0.1) hold many links, as `RelayAbuseUDPTests.transport()` does;
+    /// nil when the executable is not next to this test bundle.
+    static func relayChild() async throws -> RelayChild? {
+        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        let executable = URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("conduit").path
+        guard FileManager.default.isExecutableFile(atPath: executable) else { return nil }
+        let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-abuse-soak-\(getpid()).secret").path
+        guard FileManager.default.createFile(atPath: secretFile, contents: Data(RelayAbuseUDPTests.secretBytes), attributes: [.posixPermissions: 0o600]) else { return nil }
+        defer { try? FileManager.default.removeItem(atPath: secretFile) }
+        return try await RelayChild(executable: executable, arguments: [
+            "udp://127.0.0.1:0", "--secret-file", secretFile, "--max-links-per-address", "4096", "--handshakes-per-address", "100000",
+            "--stats-interval", "1", "--log-level", "info",
+        ])
+    }
+
+    /// A process's resident set (or another field of /proc/PID/status in kB, `RssAnon` say), "self": this one.
+    static func residentBytes(of pid: String = "self", field: String = "VmRSS") -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") })
         else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1_024
-    }
-
-    struct StormResult: Sendable { var attempts: Int; var refused: Int; var seconds: Double }
-
-    /// Links that join with a bad token, paced to `perSecond` for `duration`, each closed once
-    /// refused; many in flight at once.
-    static func joinStorm(at url: TransportURL, via transport: UDPTransport, perSecond: Int, for duration: Duration) async -> StormResult {
-        let workers = 64
-        let started = ContinuousClock.now
-        let counts = await withTaskGroup(of: (Int, Int).self) { group in
-            for worker in 0..<workers {
-                group.addTask {
-                    var attempts = 0
-                    var refused = 0
-                    let interval = Duration.seconds(1) * workers / perSecond
-                    var next = started
-                    while ContinuousClock.now - started < duration {
-                        next = next + interval
-                        attempts += 1
-                        if let link = try? await transport.connect(to: url, timeout: .seconds(2)) {
-                            let reliable = await ReliableTransportLink.wrapIfNeeded(link, configuration: ARQEngine.Configuration())
-                            let join = RoomControlFrame.join(room: "room", peer: PeerID(stringLiteral: "x\(worker)-\(attempts)"), dataSessionsSupported: true, token: Array("ct1.bad.token".utf8))
-                            try? await reliable.write(RelayAbuseUDPTests.batch(join.encoded))
-                            if (try? await within("refusal", limit: .seconds(2)) { try await RelayAbuseUDPTests.refusal(on: reliable) }) != nil { refused += 1 }
-                            await reliable.close()
-                        }
-                        if next > ContinuousClock.now { try? await Task.sleep(until: next) }
-                    }
-                    return (attempts, refused)
-                }
-            }
-            return await group.reduce((0, 0)) { ($0.0 + $1.0, $0.1 + $1.1) }
-        }
-        let elapsed = ContinuousClock.now - started
-        return StormResult(attempts: counts.0, refused: counts.1, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
     /// `count` junk datagrams (random lengths and bytes) to 127.0.0.1:`port`, spread over `duration`.

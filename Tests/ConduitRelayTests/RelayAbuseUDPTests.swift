@@ -13,7 +13,8 @@ import Testing
 /// refusal at once. Bounded: a few hundred links, seconds.
 @Suite("Relay abuse limits over UDP", .timeLimit(.minutes(2)))
 struct RelayAbuseUDPTests {
-    static let secret = try! RelaySecret(bytes: Array("abuse-room-secret-0123456789abcd".utf8))
+    static let secretBytes = Array("abuse-room-secret-0123456789abcd".utf8)
+    static let secret = try! RelaySecret(bytes: secretBytes)
 
     /// A transport whose listener lets one address (the tests' 127.0.0.1) hold many links.
     static func transport() -> UDPTransport {

@@ -136,6 +136,7 @@ final class UDPListenerCore: Sendable {
         case .admitted: return true
         case .tooManyLinks: state.value.statistics.refusedPerAddressLimit += 1
         case .tooManyHandshakes: state.value.statistics.refusedHandshakeRate += 1
+        case .tooManyHandshakesInAll: state.value.statistics.refusedListenerHandshakeRate += 1
         }
         return false
     }

@@ -15,13 +15,22 @@ extension UDPTransport.Configuration {
         public var handshakesPerSecondPerAddress: Int
         /// Established links waiting for the app's `accept`, default 64.
         public var maxAwaitingAccept: Int
+        /// Links the listener establishes per second from all addresses together (bursts up to
+        /// one second's worth), default 1,000: a storm from many addresses, each within its own
+        /// rate, still cannot spend on new links the CPU that established links need. Charged
+        /// only once an address's own limits admitted it, so one host cannot use it up alone.
+        public var handshakesPerSecond: Int
 
         /// Limits; every field defaults as documented on it.
-        public init(maxLinks: Int = 4_096, maxLinksPerAddress: Int = 256, handshakesPerSecondPerAddress: Int = 100, maxAwaitingAccept: Int = 64) {
+        public init(
+            maxLinks: Int = 4_096, maxLinksPerAddress: Int = 256, handshakesPerSecondPerAddress: Int = 100, maxAwaitingAccept: Int = 64,
+            handshakesPerSecond: Int = 1_000
+        ) {
             self.maxLinks = maxLinks
             self.maxLinksPerAddress = maxLinksPerAddress
             self.handshakesPerSecondPerAddress = handshakesPerSecondPerAddress
             self.maxAwaitingAccept = maxAwaitingAccept
+            self.handshakesPerSecond = handshakesPerSecond
         }
 
         /// Throws `invalidConfiguration` naming the field when a limit is below 1.
@@ -29,6 +38,7 @@ extension UDPTransport.Configuration {
             for (name, value) in [
                 ("maxLinks", maxLinks), ("maxLinksPerAddress", maxLinksPerAddress),
                 ("handshakesPerSecondPerAddress", handshakesPerSecondPerAddress), ("maxAwaitingAccept", maxAwaitingAccept),
+                ("handshakesPerSecond", handshakesPerSecond),
             ] where value < 1 {
                 throw ConduitError(.invalidConfiguration, "listener limit \(name)=\(value) must be at least 1")
             }
@@ -47,17 +57,24 @@ package struct UDPAddressLedger {
 
     let limits: UDPTransport.Configuration.ListenerLimits
     package private(set) var entries: [String: Entry] = [:]
+    /// Handshakes of every address together (`handshakesPerSecond`); created at the first.
+    private var allHandshakes: EventRateLimiter?
 
     package init(limits: UDPTransport.Configuration.ListenerLimits) { self.limits = limits }
 
-    package enum Verdict { case admitted, tooManyLinks, tooManyHandshakes }
+    package enum Verdict { case admitted, tooManyLinks, tooManyHandshakes, tooManyHandshakesInAll }
 
-    /// Charges one handshake to `address` at `now` and, if both limits allow it, counts its new link.
+    /// Charges one handshake to `address` at `now` and, if its limits and then the listener's
+    /// rate allow it, counts its new link. A host refused by its own limits charges nothing to
+    /// the listener's rate.
     package mutating func admit(_ address: String, now: ConduitInstant) -> Verdict {
         var entry = entries[address] ?? Entry(handshakes: EventRateLimiter(perSecond: limits.handshakesPerSecondPerAddress, now: now))
         defer { entries[address] = entry }
         guard entry.links < limits.maxLinksPerAddress else { return .tooManyLinks }
         guard entry.handshakes.admit(now: now) else { return .tooManyHandshakes }
+        var all = allHandshakes ?? EventRateLimiter(perSecond: limits.handshakesPerSecond, now: now)
+        defer { allHandshakes = all }
+        guard all.admit(now: now) else { return .tooManyHandshakesInAll }
         entry.links += 1
         if entries.count > 2 * limits.maxLinks { entries = entries.filter { $0.value.links > 0 } }
         return .admitted

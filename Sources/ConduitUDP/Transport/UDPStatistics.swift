@@ -45,6 +45,9 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     /// Valid HELLO-WITH-COOKIEs left unanswered because their IP address established
     /// `handshakesPerSecondPerAddress` links in the last second.
     public var refusedHandshakeRate = 0
+    /// Valid HELLO-WITH-COOKIEs left unanswered because the listener established
+    /// `handshakesPerSecond` links (all addresses together) in the last second.
+    public var refusedListenerHandshakeRate = 0
     /// Links created (each from a valid cookie).
     public var linksEstablished = 0
     /// ACCEPTs sent again for a repeated HELLO-WITH-COOKIE of an established link.
@@ -80,11 +83,11 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
 
     /// Every datagram that reached the listener without reaching a link is in exactly one counter
     /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated`, `refusedAtCapacity`,
-    /// `refusedPerAddressLimit` or `refusedHandshakeRate`; RTP of a link from a new address in a
+    /// `refusedPerAddressLimit`, `refusedHandshakeRate` or `refusedListenerHandshakeRate`; RTP of a link from a new address in a
     /// `pathProbes` counter, a path response in `pathMigrations` or `pathResponsesRejected`).
     public var datagramsAccountedFor: Int {
         hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + refusedPerAddressLimit + refusedHandshakeRate
-            + linksEstablished + acceptsRepeated + srtpRejected
+            + refusedListenerHandshakeRate + linksEstablished + acceptsRepeated + srtpRejected
             + pathProbes + pathProbesStale + pathProbesRefused + pathMigrations + pathResponsesRejected
     }
 }
