@@ -331,7 +331,7 @@ extension BenchJob {
         for size in options.sizes {
             var rates: [Double] = []
             for run in 1...options.runs {
-                let rate = try await BenchReferenceRun.iperf3(size: size, bytes: options.count(for: size) * size, options: reference)
+                let rate = try await BenchReferenceRun.iperf3(size: size, options: reference)
                 referenceProgress("iperf3", size, run, options.runs, rate)
                 rates.append(rate)
             }

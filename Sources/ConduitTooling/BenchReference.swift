@@ -191,9 +191,12 @@ package enum BenchReferenceRun {
     }
 
     /// One iperf3 run: a one-off server on a free TCP port of 127.0.0.1, then, once it listens, a
-    /// client (`-J`) writing `bytes` bytes in `size`-byte writes. The receiver's MB/s, from the
-    /// client's JSON report (`end.sum_received.bits_per_second`).
-    package static func iperf3(size: Int, bytes: Int, options: BenchReferenceOptions) async throws(ConduitError) -> Double {
+    /// client (`-J`) writing `size`-byte writes for `options.seconds` (rounded up to whole seconds,
+    /// iperf3's unit), as tsctp and the blast run. The receiver's MB/s, from the client's JSON
+    /// report (`end.sum_received.bits_per_second`). Not a byte count (`-n`): a small one ends
+    /// within a millisecond, while the data still sits in the socket buffers, and the server then
+    /// reports nothing received (seen with 256 KiB on CI).
+    package static func iperf3(size: Int, options: BenchReferenceOptions) async throws(ConduitError) -> Double {
         let port = try freePort(type: Int32(SOCK_STREAM.rawValue))
         let server = try ChildProcess(path: options.iperf3Path, arguments: ["-s", "-1", "-B", "127.0.0.1", "-p", "\(port)"])
         defer { server.kill() }
@@ -207,7 +210,7 @@ package enum BenchReferenceRun {
         }
         let client = try ChildProcess(
             path: options.iperf3Path,
-            arguments: ["-c", "127.0.0.1", "-p", "\(port)", "-n", "\(bytes)", "-l", "\(size)", "-J"])
+            arguments: ["-c", "127.0.0.1", "-p", "\(port)", "-t", "\(max(1, Int(options.seconds.rounded(.up))))", "-l", "\(size)", "-J"])
         defer { client.kill() }
         guard await client.waitForExit(until: ContinuousClock.now + .seconds(options.seconds + 60)) else {
             throw ConduitError(.timedOut, "iperf3 client (\(size) B) did not finish: \(client.text())")

@@ -21,9 +21,9 @@ struct BenchCommand: AsyncParsableCommand {
             latencySamples, copiesPerMessageSend, copiesPerMessageReceive: payload bytes copied between the app and \
             the socket on each side, counted where the code copies, over the bytes delivered). --chart FILE writes an SVG bar chart of MB/s per size. With --reference it then runs, in the \
             same invocation, usrsctp's tsctp (debug output off: a one-function library, built with cc on first use, preloaded) at \
-            every size, iperf3 (kernel TCP over 127.0.0.1, the same bytes per run and write size as each cell) \
+            every size, iperf3 (kernel TCP over 127.0.0.1, the write size of each cell) \
             at every size and the plain UDP blast (conduit-udp-blast, 1,200-byte datagrams), --runs times \
-            each (tsctp and the blast for --reference-seconds), prints them as rows and each cell's ratio to them (JSON: \
+            each for --reference-seconds (iperf3: rounded up to whole seconds), prints them as rows and each cell's ratio to them (JSON: \
             references, and ratioToTsctp / ratioToTCP / ratioToBlast per cell).
             """
     )
