@@ -354,6 +354,16 @@ public struct ARQEngine: Sendable {
     /// and, as it falls, the sign that the peer is still taking them.
     public var framesOutstanding: Int { frames.count }
 
+    /// An ack-eliciting packet of the peer's waits for its acknowledgement (delayed up to
+    /// max_ack_delay, RFC 9000 section 13.2.1).
+    public var hasDelayedAcknowledgement: Bool { ackElicitingSinceAck > 0 && !received.isEmpty }
+
+    /// Makes a delayed acknowledgement due now. A link about to close sends it: left to its
+    /// timer it would never go, and the peer would count its last frames as unacknowledged.
+    public mutating func acknowledgeNow() {
+        if hasDelayedAcknowledgement { ackImmediately = true }
+    }
+
     /// Nothing queued, nothing unresolved, nothing owed to the peer.
     public var isQuiescent: Bool {
         frames.isEmpty && forwardQueue.isEmpty && ledger.isEmpty && retransmitQueue.isEmpty

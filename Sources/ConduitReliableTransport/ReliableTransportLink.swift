@@ -313,10 +313,21 @@ public actor ReliableTransportLink: TransportLink {
         wakeSink.finish()
         framesUnacknowledgedAtEnd = engine.framesOutstanding
         observer.framesUnacknowledgedAtEnd(framesUnacknowledgedAtEnd, told: gaveUpOnAcknowledgement)
+        if !endedByPeer { await sendDelayedAcknowledgement() }
         await inner.close()
         exportMetrics()
         if !endedByPeer { observer.logEnd(engine.statistics, reason: nil) }
         resumeAll()
+    }
+
+    /// The peer's last frames may wait on the ACK delay timer, which closing cancels: they are
+    /// acknowledged now, in one last packet, so the peer's close does not count them as lost.
+    private func sendDelayedAcknowledgement() async {
+        guard engine.hasDelayedAcknowledgement else { return }
+        engine.acknowledgeNow()
+        var last = DatagramBatch()
+        guard engine.pollTransmit(now: now(), into: &last, maxDatagrams: 1) > 0 else { return }
+        try? await inner.write(last)
     }
 
     // MARK: Loops
