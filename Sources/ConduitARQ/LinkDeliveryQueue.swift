@@ -59,11 +59,16 @@ struct LinkDeliveryQueue: Sendable {
     mutating func takeAll(into batch: inout DatagramBatch, maxFrames: Int) -> (frames: Int, bytes: Int)? {
         guard head == 0, withLifetime == 0, batch.isEmpty, !entries.isEmpty, entries.count <= maxFrames else { return nil }
         let moved = (frames.count, frames.byteCount)
-        // The next batch starts at the size this one reached (up to 64 KiB), so that it does not
-        // grow step by step, nor reserve a reader's worst backlog every time.
-        var fresh = DatagramBatch(reservingBytes: min(frames.byteCount, 1 << 16), datagrams: min(frames.count, 256))
-        swap(&fresh, &frames)
-        batch = fresh
+        let wanted = (bytes: min(frames.byteCount, 1 << 16), frames: min(frames.count, 256))
+        // The caller's empty batch becomes the queue's next one: a caller that reuses its batch
+        // (a caller-owned buffer) costs no allocation. Where it brings a new one, the next batch
+        // starts at the size this one reached (up to 64 KiB), so that it does not grow step by
+        // step, nor reserve a reader's worst backlog every time.
+        swap(&batch, &frames)
+        frames.removeAll(keepingCapacity: true)
+        if frames.storage.capacity < wanted.bytes || frames.ends.capacity < wanted.frames {
+            frames = DatagramBatch(reservingBytes: wanted.bytes, datagrams: wanted.frames)
+        }
         entries.removeAll(keepingCapacity: true)
         return moved
     }

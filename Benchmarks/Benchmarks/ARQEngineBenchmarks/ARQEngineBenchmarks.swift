@@ -44,6 +44,7 @@ final class EnginePair: @unchecked Sendable {
     var now = ConduitInstant(nanoseconds: 1_000_000_000)
     var aToB = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
     var bToA = DatagramBatch(reservingBytes: 64 * 1_232, datagrams: 64)
+    var received = DatagramBatch()
     let frame = [UInt8](repeating: 0xA5, count: frameSize)
     let delivery: ARQEngine.Delivery
     /// Queue from `pending` with `send(datagram:of:)` rather than the array with `send(_:)`.
@@ -92,8 +93,10 @@ final class EnginePair: @unchecked Sendable {
             aToB.removeAll(keepingCapacity: true)
             _ = a.pollTransmit(now: now, into: &aToB)
             if !aToB.isEmpty { b.handle(batch: aToB, now: now) }
-            // As ReliableTransportLink reads: every ready frame, handed over as one batch.
-            var received = DatagramBatch()
+            // Every ready frame, handed over as one batch, into a batch the reader reuses (the
+            // engine's caller-owned buffer; ReliableTransportLink hands a new one to the app per
+            // read, so it adds two allocations per read, not per frame).
+            received.removeAll(keepingCapacity: true)
             delivered += b.pollDeliveries(now: now, into: &received, maxFrames: .max)
             blackHole(received.byteCount)
             bToA.removeAll(keepingCapacity: true)
