@@ -76,7 +76,11 @@ final class DelayLine: Sendable {
         var timer: Task<Void, Never>?
         await withCheckedContinuation { continuation in
             let resume = state.withLock { state -> Bool in
-                if state.closed || state.pending.first.map({ $0.due <= now() }) == true || state.pending.first?.due != deadline {
+                // Closed with datagrams still in flight, the line sleeps until they are due like
+                // an open one: resuming at once would spin (on a virtual clock, until time moves).
+                if (state.closed && state.pending.isEmpty) || state.pending.first.map({ $0.due <= now() }) == true
+                    || state.pending.first?.due != deadline
+                {
                     return true
                 }
                 state.wakeup = continuation
