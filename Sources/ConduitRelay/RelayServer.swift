@@ -45,6 +45,8 @@ public actor RelayServer {
     var isShutDown = false
     /// Whether a heap trim is due (see `trimHeapAfterChurn`), and how many were done (for tests).
     private var heapTrimScheduled = false
+    /// Which of `heapTrimDelays` the next trim waits.
+    private var nextHeapTrim = 0
     package private(set) var heapTrims = 0
     /// The bus to the other relays (NATS, once ``joinCluster(_:liveness:)`` ran) or to the other
     /// shards of this process (RelayServer+Cluster.swift, RelayShardGroup.swift).
@@ -275,18 +277,30 @@ public actor RelayServer {
 
     /// A storm of short-lived links (refused joins) leaves glibc's heap large though little of it
     /// is live: freed chunks stay with the process. A second after a link ends (and so at most
-    /// once a second while links keep ending) the free memory is handed back to the system, so
+    /// once a second while links keep ending) the free memory is handed back to the system; then
+    /// twice more, 4 and 10 s later, because what a link's transport held is freed only when it
+    /// has finished closing (a refused link drains for up to 2 s after the relay let it go). So
     /// the relay's RSS returns to its baseline after a storm, its tail included.
+    static let heapTrimDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(10)]
+
     private func trimHeapAfterChurn() {
+        nextHeapTrim = 0  // churn starts the sequence again
         guard !heapTrimScheduled else { return }
+        scheduleHeapTrim()
+    }
+
+    private func scheduleHeapTrim() {
         heapTrimScheduled = true
-        clock.after(.seconds(1)) { [weak self] in await self?.trimHeap() }
+        let delay = Self.heapTrimDelays[nextHeapTrim]
+        nextHeapTrim += 1
+        clock.after(delay) { [weak self] in await self?.trimHeap() }
     }
 
     private func trimHeap() {
         heapTrimScheduled = false
         heapTrims += 1
         _ = Self.mallocTrim?(0)
+        if nextHeapTrim < Self.heapTrimDelays.count { scheduleHeapTrim() }
     }
 
     /// glibc's `malloc_trim`, looked up at run time (its header is not in Swift's Glibc module);

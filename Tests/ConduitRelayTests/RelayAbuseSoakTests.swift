@@ -80,10 +80,10 @@ struct RelayAbuseSoakTests {
         let attempts = try await storm.value
         junk.cancel()
         // Refused links close (each after its refusal is acknowledged, or 2 s without), join
-        // deadlines pass, and the relay trims its heap a second after links end.
+        // deadlines pass, and the relay trims its heap 1, 5 and 15 s after links end.
         let stormEnded = ContinuousClock.now
         var after = Self.residentBytes(of: relayPID)
-        while after - baseline > 16 * 1_048_576, ContinuousClock.now - stormEnded < .seconds(10) {
+        while after - baseline > 16 * 1_048_576, ContinuousClock.now - stormEnded < .seconds(20) {
             try await Task.sleep(for: .seconds(1))
             after = Self.residentBytes(of: relayPID)
         }
@@ -98,10 +98,8 @@ struct RelayAbuseSoakTests {
             abuse soak: member idle \(idle.rate) msg/s p99 \(idle.p99Milliseconds) ms; under the storm \(loaded.rate) msg/s p99 \(loaded.p99Milliseconds) ms
             """)
         #expect(attempts.refused > 0, "no attempt of the storm was refused: it never reached the relay")
-        // Issue 18's target is 16 MiB. At 4,500 attempts/s on an idle 2-core machine (about 12,000
-        // refused links) the relay's heap stays 23-27 MiB above its baseline, also 45 s after the
-        // storm: not yet met, printed above. What is asserted is that it stays bounded.
-        #expect(after - baseline <= 48 * 1_048_576, "RSS grew by \((after - baseline) / 1_048_576) MiB over the storm")
+        // Issue 18's target: within 16 MiB of the baseline once the storm's links are gone.
+        #expect(after - baseline <= 16 * 1_048_576, "RSS grew by \((after - baseline) / 1_048_576) MiB over the storm")
         #expect(loaded.rate * 2 >= idle.rate, "the member's rate fell from \(idle.rate) to \(loaded.rate) msg/s")
         await probe.stop()
         await alice.leave()
