@@ -13,6 +13,9 @@ struct SendAcknowledgementTests {
     func cutPathFailsTheJob() async throws {
         let hub = LoopbackHub()
         var runtime = ConduitRuntime.forToolingTests()
+        // Generous: in the suite's parallel first pass the in-process connect has taken 4.7 s of
+        // the tooling tests' 5 s. The job's own timeout is what ends the wait for acknowledgements.
+        runtime.configuration.connectTimeout = .seconds(20)
         runtime.registry = TransportRegistry([LoopbackTransport(hub: hub)])
         let name = "send-cut"
         let listener = try await runtime.listen(on: "loopback://\(name)", as: "bob")
@@ -31,7 +34,7 @@ struct SendAcknowledgementTests {
             }
         }
         let job = SendJob(runtime: runtime, options: .init(
-            url: "loopback://\(name)?loss=0.01&seed=9", streamID: 100, type: .reliableMessage, count: 20, sizes: 1_000...1_000, rate: .bitsPerSecond(50_000), timeout: .seconds(8)
+            url: "loopback://\(name)?loss=0.01&seed=9", streamID: 100, type: .reliableMessage, count: 20, sizes: 1_000...1_000, rate: .bitsPerSecond(50_000), timeout: .seconds(20)
         ))
         var failure: ConduitError?
         do throws(ConduitError) { _ = try await job.run() } catch { failure = error }
