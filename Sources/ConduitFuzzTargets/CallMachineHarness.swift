@@ -55,6 +55,8 @@ struct CallProgramRun {
     var deliveredToA: [SessionKey: [Int]] = [:]
     /// A got something B did not send (junk, a mutated or replayed frame).
     var attacked = false
+    /// Streams A's app declined (so the app at the end declines each at most once).
+    var declinedByA: Set<SessionKey> = []
 
     /// The run for start byte `start`: each of the 24 starting states is reached once per process
     /// and copied (the machines are values), so an input pays only for its own program.
@@ -182,7 +184,9 @@ struct CallProgramRun {
         case 1:
             _ = a.enqueue(key, bytes: Array(repeating: argument, count: Int(argument & 0x0F) * 60), timestamp: 1, now: now)
         case 2: if a.makeInbound(key) == .none { try ledgerA.madeInbound(key) }
-        case 3: a.unsupportInbound(key)
+        case 3:
+            a.unsupportInbound(key)
+            declinedByA.insert(key)
         case 4: a.closeOutbound(key)
         case 5: a.hangUp()
         case 6: a.linkClosed()
@@ -242,6 +246,20 @@ struct CallProgramRun {
         try check.require(a.remoteSubgroupCount <= CallMachine.maxRemoteSubgroups, "A: \(a.remoteSubgroupCount) remote subgroups")
     }
 
+    /// A's app declines every stream announced to it that it has not made: until an app answers,
+    /// A holds what the stream brings and, at its limit, stops reading its link (so a stream
+    /// nobody answers stalls the others: that is the app's to resolve, not a loss).
+    mutating func declineUnanswered() throws(FuzzFailure) -> Bool {
+        var declined = false
+        for key in ledgerA.announced.subtracting(ledgerA.accepted).subtracting(declinedByA) {
+            a.unsupportInbound(key)
+            declinedByA.insert(key)
+            declined = true
+        }
+        try collect()
+        return declined
+    }
+
     static func kind(_ event: CallEvent) -> SessionEventKind {
         switch event {
         case .connected: .connected
@@ -256,10 +274,12 @@ struct CallProgramRun {
     }
 
     /// Lets the honest exchange finish: every reliable message B queued on a session A accepted
-    /// arrives, unless A was attacked, dropped held data at its cap, or either side ended.
+    /// arrives, unless A was attacked, dropped held data at its cap, or either side ended. A's
+    /// app answers every stream announced to it meanwhile, as an app must sooner or later.
     mutating func finish() throws(FuzzFailure) {
         for _ in 0..<200 {
             try settle()
+            if try declineUnanswered() { continue }
             guard let next = LinkTime.earliest(a.nextDeadline(now: now), b.nextDeadline(now: now)) else { break }
             try advance(max(.milliseconds(1), next - now))
         }

@@ -118,7 +118,9 @@ extension RoomProgramRun {
             }
         case 2:
             if clients[side].makeInbound(key) == .none { try ledgers[side].madeInbound(key) }
-        case 3: clients[side].unsupportInbound(key)
+        case 3:
+            clients[side].unsupportInbound(key)
+            if side == 0 { declinedByAlice.insert(key) }
         case 4: clients[side].closeOutbound(key)
         case 5: clients[side].leave()
         case 6: clients[side].subscribe("breakout", dataSession: argument & 1 == 0)
@@ -186,11 +188,28 @@ extension RoomProgramRun {
         try check.require(footprint.actionsQueued == 0, "relay: actions left after the driver took them all")
     }
 
+    /// Alice's app declines every stream announced to her that she has not made: until an app
+    /// answers, its machine holds what the stream brings and, at its limit, stops reading the
+    /// link (a stream nobody answers stalls the others: the app's to resolve, not a loss).
+    mutating func declineUnansweredByAlice() throws(FuzzFailure) -> Bool {
+        guard linkOpen[0] else { return false }
+        var declined = false
+        for key in ledgers[0].announced.subtracting(ledgers[0].accepted).subtracting(declinedByAlice) {
+            clients[0].unsupportInbound(key)
+            declinedByAlice.insert(key)
+            declined = true
+        }
+        try collect(0)
+        return declined
+    }
+
     /// Lets the honest exchange finish: bob's reliable messages all reach alice unless she was
-    /// attacked directly, or either of them left or lost the link.
+    /// attacked directly, or either of them left or lost the link. Alice's app answers every
+    /// stream announced to her meanwhile, as an app must sooner or later.
     mutating func finish() throws(FuzzFailure) {
         for _ in 0..<100 {
             try settle()
+            if try declineUnansweredByAlice() { continue }
             guard toRelay.allSatisfy(\.isEmpty), let next = LinkTime.earliest(clients[0].nextTransmit(now: now), clients[1].nextTransmit(now: now)) else { break }
             try advance(max(.milliseconds(1), next - now))
         }

@@ -34,6 +34,8 @@ struct RoomProgramRun {
     /// The reliable messages bob's app queued on stream 101, and the indexes alice delivered.
     var sentByBob: [[UInt8]] = []
     var deliveredToAlice: [Int] = []
+    /// Streams alice's app declined (so her app at the end declines each at most once).
+    var declinedByAlice: Set<SessionKey> = []
     /// Alice got something the relay did not send (the `conference-machine` target's attack).
     var aliceAttacked = false
 
