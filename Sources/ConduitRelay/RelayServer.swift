@@ -47,6 +47,9 @@ public actor RelayServer {
     private var heapTrimScheduled = false
     /// Which of `heapTrimDelays` the next trim waits.
     private var nextHeapTrim = 0
+    /// The wait for the next trim, cancelled at shutdown (on a clock nobody advances any more, a
+    /// task left asleep would hold the relay for good).
+    private var heapTrimWait: Task<Void, Never>?
     package private(set) var heapTrims = 0
     /// The bus to the other relays (NATS, once ``joinCluster(_:liveness:)`` ran) or to the other
     /// shards of this process (RelayServer+Cluster.swift, RelayShardGroup.swift).
@@ -172,6 +175,7 @@ public actor RelayServer {
             machine.connectionClosed(id, now: now())
         }
         links.removeAll()
+        heapTrimWait?.cancel()
         for task in tasks { task.cancel() }
         tasks.removeAll()
         await leaveCluster()
@@ -293,7 +297,7 @@ public actor RelayServer {
         heapTrimScheduled = true
         let delay = Self.heapTrimDelays[nextHeapTrim]
         nextHeapTrim += 1
-        clock.after(delay) { [weak self] in await self?.trimHeap() }
+        heapTrimWait = clock.after(delay) { [weak self] in await self?.trimHeap() }
     }
 
     private func trimHeap() {
