@@ -422,8 +422,8 @@ let package = Package(
 
 // Fuzzing (issue 18): one harness per parser and machine the network reaches, as a library the
 // test suite replays (`ConduitFuzzTargetsTests`), and the libFuzzer executable `conduit-fuzz`, only
-// when `CONDUIT_FUZZ` is set: it has no `main` of its own (libFuzzer's comes with
-// `--sanitize fuzzer`), so the ordinary build must not link it. See `Scripts/fuzz.sh`.
+// when `CONDUIT_FUZZ` is set: its `main` starts libFuzzer's driver, which only the sanitizer build's
+// flags link (`Scripts/asan-fuzz-flags.sh`), so the ordinary build must not link it. See `Scripts/fuzz.sh`.
 package.targets.append(contentsOf: [
     .target(
         name: "ConduitFuzzTargets",

@@ -11,10 +11,11 @@
 # harnesses' invariants and the library's preconditions stay in -O, and -assert-config Debug keeps
 # assert() too. A cold release build takes longer, so CI keeps the debug one for its short runs.
 #
-# Builds `conduit-fuzz` once (CONDUIT_FUZZ=1, --sanitize fuzzer --sanitize address, scratch path
-# .build-fuzz, every trait), then runs the targets (each one libFuzzer process on one core, so
+# Builds `conduit-fuzz` once (Scripts/asan-fuzz-flags.sh: AddressSanitizer, libFuzzer's coverage
+# and driver, every trait; scratch path .build-asan, the build `Scripts/sanitizers.sh address`
+# runs the suite from), then runs the targets (each one libFuzzer process on one core, so
 # --jobs of them side by side) from their seeds in Fuzz/corpus/<target>
-# (read only: what libFuzzer adds goes to .build-fuzz/corpus/<target>). A finding (a crash, an
+# (read only: what libFuzzer adds goes to .build-asan/corpus/<target>). A finding (a crash, an
 # AddressSanitizer report, a broken invariant, a leak, an input that takes over 10 s) stops that
 # target; its input is saved as Fuzz/findings/<target>/crash-<sha1> (or leak-, timeout-, oom-) and
 # the script exits 1 after the remaining targets have run. To keep a fixed finding fixed, move its
@@ -22,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scratch=.build-fuzz
+scratch=.build-asan
 configuration=(-c debug)
 limit=(-max_total_time=60)
 targets=()
@@ -42,14 +43,12 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# swiftc keeps only the last -sanitize= flag (6.3.1): SwiftPM's two would leave Swift code without
-# coverage, so the combined flag follows them (C targets get both through clang as usual).
-sanitize=(--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address)
+source Scripts/asan-fuzz-flags.sh
 start=$SECONDS
 echo "Scripts/fuzz.sh: building conduit-fuzz (libFuzzer + AddressSanitizer) in $scratch"
-CONDUIT_FUZZ=1 swift build "${configuration[@]}" "${sanitize[@]}" --enable-all-traits \
+swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" \
     --scratch-path "$scratch" --product conduit-fuzz 2>&1 | grep -E "error|warning: |Build of product" | grep -v "Cannot export local symbol" || true
-binary="$(CONDUIT_FUZZ=1 swift build "${configuration[@]}" "${sanitize[@]}" --enable-all-traits --scratch-path "$scratch" --show-bin-path)/conduit-fuzz"
+binary="$(swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" --scratch-path "$scratch" --show-bin-path)/conduit-fuzz"
 [ -x "$binary" ] || { echo "Scripts/fuzz.sh: the build failed (no $binary)" >&2; exit 1; }
 echo "Scripts/fuzz.sh: built in $((SECONDS - start)) s"
 

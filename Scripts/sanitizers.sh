@@ -4,7 +4,8 @@
 #   bash Scripts/sanitizers.sh thread  [test binary options, e.g. --filter ConduitUDPTests]
 #   bash Scripts/sanitizers.sh address [...]      AddressSanitizer with leak checking
 #
-# Each sanitizer builds in its own scratch path (.build-tsan, .build-asan), beside the debug build.
+# Each sanitizer builds in its own scratch path (.build-tsan, .build-asan), beside the debug build;
+# the address build is the one Scripts/fuzz.sh builds conduit-fuzz in (Scripts/asan-fuzz-flags.sh).
 # Reports of every process the tests start (the conduit executable too) are written to a log
 # directory, so one in a child process fails the run as well. The thread run first checks that
 # ThreadSanitizer sees our lock, TSanVisibleMutex (Scripts/sanitizers/mutex-probe.swift).
@@ -52,8 +53,15 @@ if [ "$sanitizer" = thread ]; then
     echo "ThreadSanitizer sees TSanVisibleMutex ($((SECONDS - start)) s)"
 fi
 
+if [ "$sanitizer" = address ]; then
+    # The build Scripts/fuzz.sh makes conduit-fuzz in, with libFuzzer's coverage (no-ops here).
+    source Scripts/asan-fuzz-flags.sh
+    flags=("${asan_fuzz_flags[@]}")
+else
+    flags=(--enable-all-traits --sanitize thread)
+fi
 start=$SECONDS
-swift build --enable-all-traits --build-tests --sanitize "$sanitizer" --scratch-path "$scratch"
+swift build --build-tests "${flags[@]}" --scratch-path "$scratch"
 echo "built with --sanitize $sanitizer in $((SECONDS - start)) s"
 
 export TSAN_OPTIONS="log_path=$reports/tsan suppressions=$here/Scripts/sanitizers/tsan.supp ${TSAN_OPTIONS:-}"

@@ -1,6 +1,9 @@
-// The libFuzzer entry points (libFuzzer's own `main` comes with `--sanitize fuzzer`; this file is
-// not main.swift, so the target has none). `CONDUIT_FUZZ_TARGET` picks the harness; `list` prints
-// the targets this build has. Run it through `Scripts/fuzz.sh`.
+// The libFuzzer harness: `main` hands the process to libFuzzer's driver (`LLVMFuzzerRunDriver`,
+// from libclang_rt.fuzzer_no_main, which `Scripts/fuzz.sh` links) with the input callback.
+// Linked that way rather than with `--sanitize fuzzer` (whose libFuzzer brings its own `main`), the
+// build that makes this executable also builds the test suite under AddressSanitizer with the same
+// flags: CI builds once for both. `CONDUIT_FUZZ_TARGET` picks the harness; `list` prints the
+// targets this build has. Run it through `Scripts/fuzz.sh`.
 import ConduitFuzzTargets
 
 #if canImport(Glibc)
@@ -38,4 +41,24 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
         fatalError("invariant broken: \(error)")
     }
     return 0
+}
+
+/// libFuzzer's driver (`int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const
+/// uint8_t *, size_t))`). Named here so the link pulls it from libclang_rt.fuzzer_no_main; its
+/// arguments are all pointers, passed the same way by Swift's and C's conventions on the 64-bit
+/// platforms we fuzz on.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@main
+enum FuzzMain {
+    static func main() {
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(runFuzzerDriver(&argc, &argv, fuzzerTestOneInput))
+    }
 }

@@ -1,0 +1,24 @@
+# Sourced by Scripts/fuzz.sh and Scripts/sanitizers.sh: the flags of the AddressSanitizer build
+# both use, so that one build (.build-asan, every trait, CONDUIT_FUZZ=1) serves the test suite
+# under AddressSanitizer and the fuzzer, and CI compiles the package under it once.
+#
+# - AddressSanitizer everywhere (C targets too, through SwiftPM's --sanitize).
+# - libFuzzer's coverage instrumentation in the Swift code: what -sanitize=fuzzer turns on
+#   (edges, indirect calls, comparisons, inline 8-bit counters, the PC table). Without libFuzzer
+#   linked, AddressSanitizer's runtime answers those hooks with no-ops.
+# - libFuzzer without its main (libclang_rt.fuzzer_no_main): conduit-fuzz's own main starts
+#   libFuzzer's driver. The archive is pulled only where that driver is named, so the test bundle
+#   and the conduit executable, which have mains of their own, link as usual. (--sanitize fuzzer
+#   would link libFuzzer's main into every executable, the test bundle's included.)
+toolchain_bin="$(dirname "$(readlink -f "$(command -v swiftc)")")"
+fuzzer_archive="$(ls "$toolchain_bin"/../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-"$(uname -m)".a 2>/dev/null | head -1)"
+if [ -z "$fuzzer_archive" ]; then
+    echo "no libclang_rt.fuzzer_no_main in the Swift toolchain at $toolchain_bin/.." >&2
+    exit 1
+fi
+asan_fuzz_flags=(
+    --enable-all-traits --sanitize address
+    -Xswiftc -sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table
+    -Xlinker "$fuzzer_archive" -Xlinker -lstdc++
+)
+export CONDUIT_FUZZ=1  # the manifest with conduit-fuzz, the same for both scripts
