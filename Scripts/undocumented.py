@@ -3,8 +3,9 @@
 
     python3 Scripts/undocumented.py SYMBOL_GRAPH_DIR [--list]
 
-Reads the symbol graphs that `swift package dump-symbol-graph` (or the compiler's
-`-emit-symbol-graph`) wrote: `MODULE.symbols.json` and, for extensions of other modules' types,
+Reads the symbol graphs that swift-docc-plugin extracted for `generate-documentation` (or
+`swift package dump-symbol-graph`, or the compiler's `-emit-symbol-graph`) wrote, in any folders below the
+one given: `MODULE.symbols.json` and, for extensions of other modules' types,
 `MODULE@OTHER.symbols.json`. A symbol counts when it is public or open, is declared in one of the
 product modules below (its source file is under Sources/MODULE/), and is neither synthesized
 (`::SYNTHESIZED::` in its identifier: default implementations, memberwise conformances) nor
@@ -44,6 +45,8 @@ def main() -> int:
                 identifier = symbol["identifier"]["precise"]
                 if "::SYNTHESIZED::" in identifier or symbol.get("accessLevel") not in ("public", "open"):
                     continue
+                if symbol["kind"]["identifier"] == "swift.extension":
+                    continue  # an extension block (DocC's graphs have them): its members count, not it
                 location = symbol.get("location")
                 if location is None:
                     continue  # no source location: compiler-generated
