@@ -35,6 +35,14 @@ package enum JoinStorm {
         package var room: RoomID = "room"
         /// The token every join carries (a bad one by default).
         package var token = Array("ct1.bad.token".utf8)
+        /// Junk datagrams (random bytes, 1 to 300 of them) sent beside the attempts, spread
+        /// evenly over `duration`, from a socket of their own.
+        package var junkDatagrams = 0
+        /// Whether the storm thread runs only on CPU time no other thread wants (Linux's
+        /// `SCHED_IDLE`, this thread only): where the storm shares a machine with the relay it
+        /// measures, the attackers' CPU is then not taken from the relay and its members, as it
+        /// would not be were the attackers elsewhere.
+        package var yieldsCPU = false
 
         package init(port: Int) { self.port = port }
     }
@@ -53,6 +61,8 @@ package enum JoinStorm {
         package var closedByRelay = 0
         /// Attempts that were due while every socket was busy (the pool bounded the rate).
         package var deferred = 0
+        /// Junk datagrams sent (the socket's buffer may have dropped some; nothing answers them).
+        package var junkSent = 0
         /// How long the storm sent, in seconds.
         package var seconds = 0.0
 
@@ -66,8 +76,16 @@ package enum JoinStorm {
             let reasons = refusals.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             return "\(attempts) attempts in \(String(format: "%.1f", seconds)) s (\(Int(attemptsPerSecond))/s): "
                 + "\(cookies) cookies, \(accepts) links, \(joinsSent) joins sent, \(refused) refused [\(reasons)]; "
-                + "no answer: \(noCookie) cookie, \(noAccept) accept, \(noRefusal) refusal; \(closedByRelay) closed by the relay; \(deferred) deferred (pool busy)"
+                + "no answer: \(noCookie) cookie, \(noAccept) accept, \(noRefusal) refusal; \(closedByRelay) closed by the relay; \(deferred) deferred (pool busy); \(junkSent) junk datagrams"
         }
+    }
+
+    /// Moves the calling thread to `SCHED_IDLE` (Linux: a policy is per thread; pid 0 is this
+    /// one): it runs when a CPU would otherwise idle, and any other thread preempts it at once.
+    static func yieldCPU() {
+        var parameters = sched_param(sched_priority: 0)
+        let schedIdle: Int32 = 5  // SCHED_IDLE, which Glibc's module map leaves out (a _GNU_SOURCE name)
+        _ = sched_setscheduler(0, schedIdle, &parameters)
     }
 
     /// Runs the storm on a thread of its own (it blocks in `poll`, never in the cooperative
@@ -75,6 +93,7 @@ package enum JoinStorm {
     package static func run(_ options: Options) async throws(ConduitError) -> Report {
         let result: Result<Report, ConduitError> = await withCheckedContinuation { continuation in
             let thread = Thread {
+                if options.yieldsCPU { JoinStorm.yieldCPU() }
                 continuation.resume(returning: Result { () throws(ConduitError) in
                     var storm = try JoinStormLoop(options)
                     defer { storm.closeSockets() }
@@ -108,6 +127,9 @@ struct JoinStormLoop {
     private var idle: [Int] = []
     private var report = JoinStorm.Report()
     private var random = SystemRandomNumberGenerator()
+    /// The junk's socket (-1 without junk) and the random bytes its datagrams are cut from.
+    private var junkSocket: Int32 = -1
+    private var junkBytes: [UInt8] = []
     /// The join's link packets, one per peer name the storm uses (a fresh engine's first packet:
     /// a fresh link at the relay expects exactly that).
     private let joinPackets: [[[UInt8]]]
@@ -142,10 +164,42 @@ struct JoinStormLoop {
             guard connected == 0 else { throw ConduitError(.connectionFailed, "join storm: connect failed (errno \(errno))") }
             idle.append(index)
         }
+        if options.junkDatagrams > 0 {
+            junkSocket = try Self.connectedSocket(to: target)
+            junkBytes = (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &random) }
+        }
+    }
+
+    private static func connectedSocket(to target: sockaddr_in) throws(ConduitError) -> Int32 {
+        var target = target
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw ConduitError(.connectionFailed, "join storm: socket failed (errno \(errno))") }
+        let connected = withUnsafePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw ConduitError(.connectionFailed, "join storm: connect failed (errno \(errno))")
+        }
+        return fd
     }
 
     func closeSockets() {
         for slot in slots { close(slot.socket) }
+        if junkSocket >= 0 { close(junkSocket) }
+    }
+
+    /// Sends the junk due by `now`: `junkDatagrams` spread evenly from `started` to `end`.
+    private mutating func sendJunk(now: UInt64, started: UInt64, end: UInt64) {
+        guard junkSocket >= 0 else { return }
+        let elapsed = min(now, end) - started
+        let due = Int(Double(options.junkDatagrams) * Double(elapsed) / Double(max(1, end - started)))
+        while report.junkSent < due {
+            let length = Int.random(in: 1...300, using: &random)
+            let offset = Int.random(in: 0...(junkBytes.count - length), using: &random)
+            _ = junkBytes.withUnsafeBytes { Glibc.send(junkSocket, $0.baseAddress! + offset, length, 0) }
+            report.junkSent += 1
+        }
     }
 
     private static func now() -> UInt64 {
@@ -172,16 +226,17 @@ struct JoinStormLoop {
             let now = Self.now()
             if now < end {
                 // Start what is due, a bounded burst per pass; what cannot start now is deferred, not queued.
-                var started = 0
-                while due <= now, started < 256 {
+                var begun = 0
+                while due <= now, begun < 256 {
                     due += interval
                     guard let index = idle.popLast() else {
                         report.deferred += 1
                         continue
                     }
                     startAttempt(index, deadline: now + timeout)
-                    started += 1
+                    begun += 1
                 }
+                sendJunk(now: now, started: started, end: end)
             } else if idle.count == slots.count {
                 break
             } else if now > end + timeout * 3 {

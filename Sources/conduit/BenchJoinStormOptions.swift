@@ -15,6 +15,9 @@ struct BenchJoinStormOptions: ParsableArguments {
     @Option(name: .customLong("storm-seconds"), help: "Join storm: how long it runs.")
     var seconds = 10.0
 
+    @Option(name: .customLong("storm-junk"), help: "Join storm: junk datagrams (random bytes) sent beside the attempts, spread over the storm.")
+    var junk = 0
+
     @Option(name: .customLong("storm-sockets"), help: "Join storm: sockets (source ports) in the pool, bounding attempts in flight.")
     var sockets = 2_048
 
@@ -22,14 +25,15 @@ struct BenchJoinStormOptions: ParsableArguments {
         guard let url else { return }
         let parsed = try ReportOutput.checked { () throws(ConduitError) in try TransportURL(parsing: url) }
         guard parsed.scheme == "udp", let port = parsed.port else { throw ValidationError("--join-storm takes udp://IPv4:PORT") }
-        guard rate > 0, seconds > 0, seconds <= 3_600, (1...16_384).contains(sockets) else {
-            throw ValidationError("--storm-rate must be above 0, --storm-seconds in (0, 3600], --storm-sockets 1...16384")
+        guard rate > 0, seconds > 0, seconds <= 3_600, (1...16_384).contains(sockets), (0...100_000_000).contains(junk) else {
+            throw ValidationError("--storm-rate must be above 0, --storm-seconds in (0, 3600], --storm-sockets 1...16384, --storm-junk 0...100000000")
         }
         var options = JoinStorm.Options(port: port)
         options.host = parsed.host
         options.attemptsPerSecond = rate
         options.duration = .milliseconds(Int64(seconds * 1_000))
         options.sockets = sockets
+        options.junkDatagrams = junk
         let report: JoinStorm.Report
         do throws(ConduitError) { report = try await JoinStorm.run(options) } catch { throw ValidationError(error.message) }
         if json { try ReportOutput.printJSON(report) } else { print("join storm: \(report.summary)") }

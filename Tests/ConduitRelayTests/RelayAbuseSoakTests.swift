@@ -16,8 +16,12 @@ import Testing
 /// attempts with bad tokens plus 200,000 junk datagrams while a member already in the room keeps
 /// sending. The figures (join time, the storm's achieved rate and counters, RSS before and after,
 /// the member's rate and p99 latency idle and under the storm) are printed. The storm comes from
-/// `JoinStorm` (crafted datagrams from a pool of sockets, one thread) at a `conduit relay` child
-/// process, so the RSS is the relay's alone.
+/// `JoinStorm` (crafted datagrams from a pool of sockets, one thread, the junk from it too) at a
+/// `conduit relay` child process, so the RSS is the relay's alone. The storm's thread runs on CPU
+/// time nobody else wants (`SCHED_IDLE`): attackers' CPU is not the relay host's, and on a 2-core
+/// machine a storm at normal priority raised the member's p99 as much when aimed at another relay
+/// process as at this one. `CONDUIT_SOAK_RELAY` picks the relay's executable (an optimized build
+/// for the p99 target).
 @Suite("Relay abuse soak", .enabled(if: ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1"), .timeLimit(.minutes(5)), .serialized)
 struct RelayAbuseSoakTests {
     @Test("1,100 links that ping but never join, then a member joins")
@@ -74,11 +78,11 @@ struct RelayAbuseSoakTests {
         var options = JoinStorm.Options(port: url.port!)
         options.attemptsPerSecond = 5_000
         options.duration = .seconds(30)
+        options.junkDatagrams = 200_000
+        options.yieldsCPU = true
         let storm = Task { try await JoinStorm.run(options) }
-        let junk = Task { Self.junk(to: url.port!, count: 200_000, over: .seconds(30)) }
         let loaded = try await probe.measure(for: .seconds(30))
         let attempts = try await storm.value
-        junk.cancel()
         // Refused links close (each after its refusal is acknowledged, or 2 s without), join
         // deadlines pass, and the relay trims its heap 1, 5 and 15 s after links end.
         let stormEnded = ContinuousClock.now
@@ -94,13 +98,21 @@ struct RelayAbuseSoakTests {
         print("""
             abuse soak: join storm \(attempts.summary)
             abuse soak: relay counters \(counters)
-            abuse soak: RSS of \(child == nil ? "this process (relay in process)" : "conduit relay \(relayPID)") \(baseline / 1_048_576) MiB before, \(after / 1_048_576) MiB \(settled) after the storm (peak during the storm \(probe.peakResident / 1_048_576) MiB); anonymous (heap, stacks) \(baselineAnonymous / 1_048_576) MiB before, \(afterAnonymous / 1_048_576) MiB after
+            abuse soak: RSS of \(child == nil ? "this process (relay in process)" : "conduit relay \(relayPID) (\(Self.relayIsOptimized ? "optimized" : "debug") build)") \(baseline / 1_048_576) MiB before, \(after / 1_048_576) MiB \(settled) after the storm (peak during the storm \(probe.peakResident / 1_048_576) MiB); anonymous (heap, stacks) \(baselineAnonymous / 1_048_576) MiB before, \(afterAnonymous / 1_048_576) MiB after
             abuse soak: member idle \(idle.rate) msg/s p99 \(idle.p99Milliseconds) ms; under the storm \(loaded.rate) msg/s p99 \(loaded.p99Milliseconds) ms
             """)
         #expect(attempts.refused > 0, "no attempt of the storm was refused: it never reached the relay")
         // Issue 18's target: within 16 MiB of the baseline once the storm's links are gone.
         #expect(after - baseline <= 16 * 1_048_576, "RSS grew by \((after - baseline) / 1_048_576) MiB over the storm")
         #expect(loaded.rate * 2 >= idle.rate, "the member's rate fell from \(idle.rate) to \(loaded.rate) msg/s")
+        // The p99 target holds for the relay as shipped, an optimized build: a debug relay spends
+        // about ten times the CPU per attempt, cannot keep up with the storm, and its socket drops
+        // the member's datagrams with the storm's (its figure is printed, not asserted). Asserted
+        // only for the storm the issue names, too: on a machine busy with other work the storm's
+        // thread (which yields the CPU to everyone) falls short of 5,000 attempts a second.
+        if Self.relayIsOptimized, attempts.attemptsPerSecond >= 0.9 * Double(options.attemptsPerSecond) {
+            #expect(loaded.p99Milliseconds <= 2 * idle.p99Milliseconds, "the member's p99 rose from \(idle.p99Milliseconds) to \(loaded.p99Milliseconds) ms")
+        }
         await probe.stop()
         await alice.leave()
         await bob.leave()
@@ -108,12 +120,24 @@ struct RelayAbuseSoakTests {
         child?.stop()
     }
 
+    /// The `conduit` executable the relay runs from: `CONDUIT_SOAK_RELAY` (a release build, say:
+    /// `swift build -c release --product conduit --enable-all-traits`), else the one built next to
+    /// this test bundle (the debug build).
+    static var relayExecutable: String {
+        if let chosen = ProcessInfo.processInfo.environment["CONDUIT_SOAK_RELAY"], !chosen.isEmpty { return chosen }
+        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("conduit").path
+    }
+
+    /// Whether the relay runs from an optimized build (SwiftPM's release products sit in a
+    /// `release` directory).
+    static var relayIsOptimized: Bool { relayExecutable.split(separator: "/").contains("release") }
+
     /// `conduit relay` on udp://127.0.0.1:0 with this suite's secret, its listener letting one
     /// address (the storm's 127.0.0.1) hold many links, as `RelayAbuseUDPTests.transport()` does;
-    /// nil when the executable is not next to this test bundle.
+    /// nil when there is no such executable.
     static func relayChild() async throws -> RelayChild? {
-        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        let executable = URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("conduit").path
+        let executable = relayExecutable
         guard FileManager.default.isExecutableFile(atPath: executable) else { return nil }
         let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-abuse-soak-\(getpid()).secret").path
         guard FileManager.default.createFile(atPath: secretFile, contents: Data(RelayAbuseUDPTests.secretBytes), attributes: [.posixPermissions: 0o600]) else { return nil }
@@ -130,31 +154,6 @@ struct RelayAbuseSoakTests {
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") })
         else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1_024
-    }
-
-    /// `count` junk datagrams (random lengths and bytes) to 127.0.0.1:`port`, spread over `duration`.
-    static func junk(to port: Int, count: Int, over duration: Duration) {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var random = SystemRandomNumberGenerator()
-        let perMillisecond = max(1, count / Int(duration.components.seconds * 1_000))
-        var sent = 0
-        while sent < count, !Task.isCancelled {
-            for _ in 0..<perMillisecond {
-                let bytes = (0..<Int.random(in: 1...300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
-                _ = withUnsafePointer(to: &address) { pointer in
-                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                        bytes.withUnsafeBytes { sendto(socket, $0.baseAddress, $0.count, 0, target, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                    }
-                }
-                sent += 1
-            }
-            usleep(1_000)
-        }
     }
 }
 
