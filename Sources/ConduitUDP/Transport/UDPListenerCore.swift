@@ -149,7 +149,10 @@ final class UDPListenerCore: Sendable {
         var candidate: UInt32 = random.next()
         while candidate == client { candidate = random.next() }
         let local = candidate
-        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer, directSocket: directSocket) { [self] link in
+        let link = UDPLink(channel: channel, peer: peer, localSSRC: local, remoteSSRC: client, mtu: mtu, offload: offload.segments(to: peer), srtp: srtp, observer: observer, directSocket: directSocket) { [weak self] link in
+            // Weak: the core holds its links, and a link's close hook that held the core made a
+            // cycle, so a listener dropped with a link never closed was never freed (LeakSanitizer).
+            guard let self else { return channel.eventLoop.makeSucceededVoidFuture() }
             // Where the link is now: its client may have moved since it was established.
             if state.value.links[link.peer] === link {
                 state.value.links[link.peer] = nil
