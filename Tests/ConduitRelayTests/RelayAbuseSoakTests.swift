@@ -17,10 +17,10 @@ import Testing
 /// sending. The figures (join time, the storm's achieved rate and counters, RSS before and after,
 /// the member's rate and p99 latency idle and under the storm) are printed. The storm comes from
 /// `JoinStorm` (crafted datagrams from a pool of sockets, one thread, the junk from it too) at a
-/// `conduit relay` child process, so the RSS is the relay's alone. The storm's thread runs on CPU
-/// time nobody else wants (`SCHED_IDLE`): attackers' CPU is not the relay host's, and on a 2-core
-/// machine a storm at normal priority raised the member's p99 as much when aimed at another relay
-/// process as at this one. `CONDUIT_SOAK_RELAY` picks the relay's executable (an optimized build
+/// `conduit relay` child process, so the RSS is the relay's alone. Against an optimized relay the
+/// storm's thread runs on CPU time nobody else wants (`SCHED_IDLE`): attackers' CPU is not the
+/// relay host's, and on a 2-core machine a storm at normal priority raised the member's p99 as
+/// much when aimed at another relay process as at this one. `CONDUIT_SOAK_RELAY` picks the relay's executable (an optimized build
 /// for the p99 target).
 @Suite("Relay abuse soak", .enabled(if: ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1"), .timeLimit(.minutes(5)), .serialized)
 struct RelayAbuseSoakTests {
@@ -79,7 +79,10 @@ struct RelayAbuseSoakTests {
         options.attemptsPerSecond = 5_000
         options.duration = .seconds(30)
         options.junkDatagrams = 200_000
-        options.yieldsCPU = true
+        // Against the relay as shipped (optimized) the storm yields the CPU, so what the member's
+        // p99 measures is the relay; a debug relay takes most of the machine, and a storm that
+        // yielded to it would fall far short of its rate (what the RSS target needs).
+        options.yieldsCPU = Self.relayIsOptimized
         let storm = Task { try await JoinStorm.run(options) }
         let loaded = try await probe.measure(for: .seconds(30))
         let attempts = try await storm.value
