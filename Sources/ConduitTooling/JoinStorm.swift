@@ -154,14 +154,7 @@ struct JoinStormLoop {
             throw ConduitError(.invalidConfiguration, "join storm: '\(options.host)' is not an IPv4 address")
         }
         for index in 0..<options.sockets {
-            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            guard fd >= 0 else { throw ConduitError(.connectionFailed, "join storm: socket \(index) failed (errno \(errno))") }
-            slots.append(Slot(socket: fd))
-            // Connected: the kernel picks the source port and filters out anyone but the relay.
-            let connected = withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { throw ConduitError(.connectionFailed, "join storm: connect failed (errno \(errno))") }
+            slots.append(Slot(socket: try Self.connectedSocket(to: target)))
             idle.append(index)
         }
         if options.junkDatagrams > 0 {
@@ -170,6 +163,8 @@ struct JoinStormLoop {
         }
     }
 
+    /// A non-blocking UDP socket connected to `target`: the kernel picks the source port and
+    /// filters out anyone but the relay.
     private static func connectedSocket(to target: sockaddr_in) throws(ConduitError) -> Int32 {
         var target = target
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
