@@ -35,6 +35,12 @@ no_reports() {
     return 1
 }
 
+# "$" in a suppression pattern anchors the end of the name: a mangled Swift name written with its
+# leading "$" silently matches nothing.
+if grep -nE '^[a-z_]+:[^#]*[$].' Scripts/sanitizers/*.supp >&2; then
+    echo "error: a suppression above has \"\$\" before its end, so it matches nothing (drop the \$)" >&2; exit 1
+fi
+
 if [ "$sanitizer" = thread ]; then
     start=$SECONDS
     probe="$reports/mutex-probe"
