@@ -75,7 +75,9 @@ int conduit_sctp_configure(struct socket *so, conduit_sctp_upcall upcall, void *
         .sinit_max_attempts = settings.init_attempts, .sinit_max_init_timeo = 0,
     };
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_INITMSG, &init, sizeof init) < 0) return errno;
-    const uint16_t events[] = {SCTP_ASSOC_CHANGE, SCTP_STREAM_RESET_EVENT, SCTP_SHUTDOWN_EVENT, SCTP_SEND_FAILED_EVENT};
+    const uint16_t events[] = {SCTP_ASSOC_CHANGE, SCTP_STREAM_RESET_EVENT, SCTP_SHUTDOWN_EVENT, SCTP_SEND_FAILED_EVENT,
+                               // nothing owed any more: wakes a wait for acknowledgement
+                               SCTP_SENDER_DRY_EVENT};
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
         struct sctp_event event = {.se_assoc_id = SCTP_ALL_ASSOC, .se_type = events[i], .se_on = 1};
         if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event) < 0) {

@@ -51,6 +51,9 @@ final class SCTPConnection: @unchecked Sendable {
     var peerIsShuttingDown = false
     /// Chunks still owed when the association ended (nil while it lives).
     private(set) var outstandingAtEnd: Int?
+    /// Waits for everything written to be acknowledged (``whenAcknowledged(by:)``), by number.
+    var acknowledgementWaiters: [UInt64: AcknowledgementWaiter] = [:]
+    var nextAcknowledgementWaiter: UInt64 = 0
     private var establishedPromise: EventLoopPromise<Void>?
     var statistics = SCTPAssociationStatistics()
 
@@ -209,6 +212,7 @@ final class SCTPConnection: @unchecked Sendable {
         guard socket != nil, state != .closed else { return }
         readAvailable()
         flushPendingSends()
+        completeAcknowledgementWaiters()
     }
 
     // MARK: Sending
@@ -323,13 +327,7 @@ final class SCTPConnection: @unchecked Sendable {
         linkInbox.finish(discarding: false)
         acceptInbox.finish(discarding: false)
         for record in channels.values { record.handle?.inbox.finish(discarding: false) }
-        endWhenDelivered(by: NIODeadline.now() + limit)
-    }
-
-    private func endWhenDelivered(by deadline: NIODeadline) {
-        guard state != .closed else { return }
-        if outstanding == 0 || NIODeadline.now() >= deadline { return peerClosed(.shutDownByPeer) }
-        stack.loop.scheduleTask(in: .milliseconds(5)) { [self] in endWhenDelivered(by: deadline) }
+        whenAcknowledged(by: NIODeadline.now() + limit).whenComplete { [self] _ in peerClosed(.shutDownByPeer) }
     }
 
     /// Closes from our side: a graceful SHUTDOWN once what was sent is delivered. `reason` says
@@ -356,6 +354,7 @@ final class SCTPConnection: @unchecked Sendable {
         channels.removeAll()
         let error = closedError
         while let pending = pendingSends.popFirst() { pending.promise?.fail(error) }
+        completeAcknowledgementWaiters()
         if let listening = listeningSocket {
             listeningSocket = nil
             usrsctp_close(listening)

@@ -79,17 +79,8 @@ public final class SCTPLink: TransportLink {
         let connection = self.connection
         let (seconds, attoseconds) = timeout.components
         let deadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        var outstanding = 0
-        while true {
-            // Once the association is gone, what it still owed when it ended.
-            guard let (now, open) = try? await connection.stack.loop.submit({
-                (connection.outstandingAtEnd ?? connection.outstanding, connection.state == .established)
-            }).get() else { break }
-            outstanding = now
-            guard open else { break }
-            if outstanding == 0 || NIODeadline.now() >= deadline { break }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        // Once the association is gone, what it still owed when it ended.
+        let outstanding = (try? await connection.stack.loop.flatSubmit { connection.whenAcknowledged(by: deadline) }.get()) ?? 0
         return LinkAcknowledgement(unacknowledgedFrames: outstanding)
     }
 
