@@ -72,6 +72,7 @@ extension RelayMachine {
             pausedReaders.remove(id)
             // It could not be heard while unread: the vanish check starts again from here.
             connections[id]!.lastHeard = max(connections[id]!.lastHeard, latestNow)
+            lowerTimeoutFloor(to: connections[id]!.lastHeard + configuration.vanishTimeout)
             actions.append(.resumeReading(id))
         }
     }

@@ -150,7 +150,9 @@ extension RelayMachine {
             }
         }
         if rooms[roomID]!.flushDue == nil {
-            rooms[roomID]!.flushDue = now + configuration.peerListInterval(members: rooms[roomID]!.members.count)
+            let due = now + configuration.peerListInterval(members: rooms[roomID]!.members.count)
+            rooms[roomID]!.flushDue = due
+            lowerTimeoutFloor(to: due)
         }
     }
 
@@ -286,20 +288,32 @@ extension RelayMachine {
 
     // MARK: Time
 
-    /// When ``handleTimeout(now:)`` must run: the next peer-list flush or vanish check.
+    /// When ``handleTimeout(now:)`` must run: the next peer-list flush, join deadline or vanish
+    /// check (or a little earlier: see ``timeoutFloor``). Costs nothing per connection or room.
     public func nextTimeout() -> ConduitInstant? {
+        var deadline = timeoutFloor
+        func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
+        if let due = invitations.book.nextTimeout { consider(due) }
+        if let due = backpressureDeadline() { consider(due) }
+        if let due = clusterDeadline() { consider(due) }
+        return deadline
+    }
+
+    mutating func lowerTimeoutFloor(to instant: ConduitInstant) {
+        timeoutFloor = timeoutFloor.map { min($0, instant) } ?? instant
+    }
+
+    /// The earliest connection or room deadline, exactly: one scan, after a timeout.
+    func scanTimeoutFloor() -> ConduitInstant? {
         var deadline: ConduitInstant?
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
         for room in rooms.values { if let due = room.flushDue { consider(due) } }
-        if let due = invitations.book.nextTimeout { consider(due) }
         for (id, connection) in connections {
             if case .closing = connection.phase { continue }
             // A link the relay is not reading cannot be heard: it is not vanishing.
             if !pausedReaders.contains(id) { consider(connection.lastHeard + configuration.vanishTimeout) }
             if case .awaitingJoin = connection.phase { consider(connection.openedAt + configuration.joinTimeout) }
         }
-        if let due = backpressureDeadline() { consider(due) }
-        if let due = clusterDeadline() { consider(due) }
         return deadline
     }
 
@@ -320,5 +334,6 @@ extension RelayMachine {
         handleInvitationTimeouts(now: now)
         handleClusterTimeouts(now: now)
         flushPeerLists(now: now)
+        timeoutFloor = scanTimeoutFloor()
     }
 }

@@ -34,6 +34,11 @@ public struct RelayMachine: Sendable {
     var pausedReaders: Set<RelayConnectionID> = []
     /// The latest `now` the driver passed in (a resumed reader counts as heard then).
     var latestNow = ConduitInstant.zero
+    /// No connection's vanish or join deadline and no room's peer-list flush is earlier (nil: none
+    /// is pending). A lower bound kept without a scan, because ``nextTimeout()`` runs after every
+    /// batch: those deadlines only move later, except where ``lowerTimeoutFloor(to:)`` is called,
+    /// and ``handleTimeout(now:)`` makes it exact again. A stale bound only wakes the timer early.
+    var timeoutFloor: ConduitInstant?
     /// Invitations among the peers joined to this relay (extension 1): see ``RelayInvitations``.
     public internal(set) var invitations: RelayInvitations
     /// The relay's side of a cluster (issue 16), once it joined one: see RelayMachine+Cluster.swift.
@@ -66,6 +71,7 @@ public struct RelayMachine: Sendable {
         }
         pendingConnections += 1
         connections[id] = Connection(lastHeard: now, openedAt: now)
+        lowerTimeoutFloor(to: now + min(configuration.joinTimeout, configuration.vanishTimeout))
         notePending(id)
         return true
     }

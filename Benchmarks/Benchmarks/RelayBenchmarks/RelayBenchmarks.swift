@@ -7,6 +7,12 @@
 // frames, so rows marked `*` are per *incoming* frame; each is forwarded 50 times. The custom
 // metric `forwardedPerSecond` counts forwarded copies (frames × 50) per second of the pass.
 //
+// "Route_1_to_1_beside_999_rooms_64_B": the same sender and traffic in a room of two, on a relay
+// that also holds 999 other rooms of two (2,000 links). The relay's work per frame should not grow
+// with the links and rooms that have nothing to do with it: after each batch the driver asks
+// `nextTimeout()` (the server rearms its timer after every batch), and that once scanned every
+// connection and room.
+//
 // Only mallocCountTotal is gated (see ../../README.md). Expected: one allocation per incoming
 // frame (the relay copies the frame once, rewrites its envelope in place and shares that one
 // array among the 50 receivers' queues), so 1/50 of an allocation per forwarded message.
@@ -16,7 +22,6 @@ import ConduitCore
 
 import ConduitRooms
 import ConduitRelayCore
-let receivers = 50
 let framesPerBatch = 100
 let forwardedPerSecond = BenchmarkMetric.custom("forwardedPerSecond", polarity: .prefersLarger, useScalingFactor: false)
 
@@ -28,24 +33,35 @@ import Darwin
 
 let quick = getenv("CONDUIT_BENCHMARK_QUICK").map { String(cString: $0) == "1" } ?? false
 
-/// A relay with one room of a sender and `receivers` receivers, and the sender's frames, cut once.
+/// A relay with one room of a sender and `receivers` receivers (beside `otherRooms` rooms of two),
+/// and the sender's frames, cut once.
 final class FanoutState: @unchecked Sendable {
-    var relay = RelayMachine(configuration: RelayConfiguration(maxMembersPerRoom: 64))
+    var relay = RelayMachine(configuration: RelayConfiguration(maxMembersPerRoom: 64, maxPendingConnections: 4_096, maxJoinAttemptsPerSecond: 100_000))
     let sender = RelayConnectionID(1)
+    let receivers: Int
     var batches: [DatagramBatch] = []
     var out = DatagramBatch(reservingBytes: 256 * 1024, datagrams: 256)
     var now = ConduitInstant(nanoseconds: 1)
     /// Frames handed to receivers, checked after each pass (outside the measurement).
     var delivered = 0
+    /// What the last `nextTimeout()` said (kept, so the call is not optimized away).
+    var deadline: ConduitInstant?
 
-    init(payloadBytes: Int) {
-        for index in 0...receivers {
+    init(payloadBytes: Int, receivers: Int, otherRooms: Int = 0) {
+        self.receivers = receivers
+        var members: [(room: String, peer: String)] = (0...receivers).map { ("bench", "peer\($0)") }
+        for room in 0..<otherRooms { members += [("idle\(room)", "a"), ("idle\(room)", "b")] }
+        for (index, member) in members.enumerated() {
             let id = RelayConnectionID(UInt64(index + 1))
-            let peer = PeerID(stringLiteral: "peer\(index)")
             _ = relay.connectionOpened(id, now: now)
-            relay.handle(id, datagram: RoomControlFrame.join(room: "bench", peer: peer, dataSessionsSupported: true, token: [1]).encoded, now: now)
+            let join = RoomControlFrame.join(room: RoomID(stringLiteral: member.room), peer: PeerID(stringLiteral: member.peer), dataSessionsSupported: true, token: [1])
+            relay.handle(id, datagram: join.encoded, now: now)
             drain()
         }
+        // The peer lists of every room go out, as they would on a relay running for a while.
+        now = now + .seconds(1)
+        relay.handleTimeout(now: now)
+        drain()
         let payload = (0..<payloadBytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
         var messageID: UInt32 = 0
         for _ in 0..<10 {
@@ -67,10 +83,11 @@ final class FanoutState: @unchecked Sendable {
         }
     }
 
-    /// Hands every receiver its queue, as the writers do, and admits joins, as the server does.
-    /// (A driver must honour every `.transmit`: the machine signals a connection once until its
-    /// queue is empty again.)
+    /// Hands every receiver its queue, as the writers do, admits joins and asks for the next
+    /// timeout, as the server does. (A driver must honour every `.transmit`: the machine signals
+    /// a connection once until its queue is empty again.)
     func drain() {
+        defer { deadline = relay.nextTimeout() }
         while let action = relay.pollAction() {
             switch action {
             case .transmit(let id):
@@ -100,10 +117,11 @@ let benchmarks: @Sendable () -> Void = {
         ]
     )
 
-    for (label, bytes) in [("64_B", 64), ("1_KiB", 1_024)] {
+    let cases = [("Fanout_1_to_50_64_B", 64, 50, 0), ("Fanout_1_to_50_1_KiB", 1_024, 50, 0), ("Route_1_to_1_beside_999_rooms_64_B", 64, 1, 999)]
+    for (name, bytes, receivers, otherRooms) in cases {
         var configuration = Benchmark.defaultConfiguration
         configuration.scalingFactor = .kilo
-        Benchmark("Fanout_1_to_50_\(label)", configuration: configuration) { benchmark, state in
+        Benchmark(name, configuration: configuration) { benchmark, state in
             let frames = benchmark.scaledIterations.count
             state.delivered = 0
             let start = ContinuousClock.now
@@ -119,13 +137,13 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
             let elapsed = start.duration(to: .now)
             let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
-            if nanoseconds > 0 { benchmark.measurement(forwardedPerSecond, Int(Double(routed * receivers) * 1e9 / nanoseconds)) }
+            if nanoseconds > 0 { benchmark.measurement(forwardedPerSecond, Int(Double(routed * state.receivers) * 1e9 / nanoseconds)) }
             // Every frame reached every receiver, or the figures mean nothing.
-            guard state.delivered == routed * receivers else {
-                fatalError("\(state.delivered) frames delivered for \(routed) routed to \(receivers) receivers: \(state.relay.statistics)")
+            guard state.delivered == routed * state.receivers else {
+                fatalError("\(state.delivered) frames delivered for \(routed) routed to \(state.receivers) receivers: \(state.relay.statistics)")
             }
         } setup: {
-            FanoutState(payloadBytes: bytes)
+            FanoutState(payloadBytes: bytes, receivers: receivers, otherRooms: otherRooms)
         }
     }
 }
