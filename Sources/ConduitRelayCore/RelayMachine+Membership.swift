@@ -289,7 +289,8 @@ extension RelayMachine {
     // MARK: Time
 
     /// When ``handleTimeout(now:)`` must run: the next peer-list flush, join deadline or vanish
-    /// check (or a little earlier: see ``timeoutFloor``). Costs nothing per connection or room.
+    /// check, or a little earlier (a lower bound kept as deadlines are set, made exact when a
+    /// timeout runs; firing early is harmless). Costs nothing per connection or room.
     public func nextTimeout() -> ConduitInstant? {
         var deadline = timeoutFloor
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
