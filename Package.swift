@@ -218,6 +218,7 @@ let package = Package(
                 "ConduitCore", "ConduitRooms", "ConduitRelayCore", "ConduitDriver",
                 "ConduitReliableTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .target(name: "ConduitNATS", condition: .when(traits: ["NATS"])),  // --cluster (issue 16)
             ],
             swiftSettings: strictSettings

@@ -4,6 +4,7 @@ public import ConduitRelayCore
 public import ConduitDriver
 import ConduitReliableTransport
 import ConduitRooms
+import DequeModule
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -36,6 +37,14 @@ public actor RelayServer {
     let wallClock: @Sendable () -> UInt64
     private let clock: any ConduitClock
     private var timer = DeadlineTimer()
+    /// Links the machine closed, each with when it is closed under its writer if it is still
+    /// there (``closeGrace`` after, rounded up to ``closeGraceTick``): in order of that time, so
+    /// the one timer serves them all and a storm of refused links costs no task apiece.
+    private var forceCloses = Deque<(due: ConduitInstant, id: RelayConnectionID)>()
+    /// How long a closing link's writer may take to get its last frames out.
+    static let closeGrace = Duration.seconds(2)
+    /// Forced closes due within one tick are handled by one firing of the timer.
+    static let closeGraceTick: UInt64 = 250_000_000
     private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
 
     private var listeners: [any TransportListener] = []
@@ -374,8 +383,10 @@ public actor RelayServer {
                 links[id]?.wake.yield()
                 // A receiver that stopped reading would hold its writer (and link) forever:
                 // after a grace period the link is closed under it.
-                if let link = links[id]?.link {
-                    clock.after(.seconds(2)) { await self.forceClose(id, link) }
+                if links[id] != nil {
+                    let due = (now() + Self.closeGrace).nanoseconds
+                    let tick = Self.closeGraceTick
+                    forceCloses.append((ConduitInstant(nanoseconds: (due / tick + 1) * tick), id))
                 }
             }
         }
@@ -398,15 +409,26 @@ public actor RelayServer {
     }
 
     /// Arms the one timer for the machine's next timeout (peer-list flushes, vanish checks,
-    /// invitation expiry).
+    /// invitation expiry) or the next forced close, whichever comes first.
     private func rearmTimer() {
-        guard !isShutDown, let due = machine.nextTimeout() else { return }
+        guard !isShutDown else { return }
+        var due = machine.nextTimeout()
+        if let close = forceCloses.first?.due { due = due.map { min($0, close) } ?? close }
+        guard let due else { return }
         timer.arm(at: due, on: clock) { [weak self] generation in await self?.timerFired(generation) }
     }
 
     private func timerFired(_ generation: UInt64) {
         guard timer.claim(generation) else { return }
-        machine.handleTimeout(now: now())
+        let current = now()
+        // The timer also fires for forced closes; the machine only when its own time came.
+        if let due = machine.nextTimeout(), due <= current { machine.handleTimeout(now: current) }
+        while let first = forceCloses.first, first.due <= current {
+            forceCloses.removeFirst()
+            if let link = links[first.id]?.link {
+                Task { await self.forceClose(first.id, link) }
+            }
+        }
         runActions()
     }
 }
