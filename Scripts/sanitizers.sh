@@ -69,6 +69,10 @@ fi
 start=$SECONDS
 swift build --build-tests "${flags[@]}" --scratch-path "$scratch"
 echo "built with --sanitize $sanitizer in $((SECONDS - start)) s"
+# CONDUIT_FUZZ (from asan-fuzz-flags.sh) only switches the manifest to the fuzzing build. The
+# library refuses CONDUIT_ variables it does not know, so the suite must not inherit it: with it,
+# every test that reads the environment's configuration failed under AddressSanitizer.
+unset CONDUIT_FUZZ
 
 export TSAN_OPTIONS="log_path=$reports/tsan suppressions=$here/Scripts/sanitizers/tsan.supp ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="log_path=$reports/asan detect_leaks=1 ${ASAN_OPTIONS:-}"
