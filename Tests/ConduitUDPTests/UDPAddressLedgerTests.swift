@@ -30,6 +30,32 @@ struct UDPAddressLedgerTests {
         #expect(ledger.admit("10.0.0.3", now: Self.start) == .tooManyHandshakesInAll)
     }
 
+    @Test("a host that closes its links keeps its spent handshake rate when the table is swept (the udp-listener fuzz finding)")
+    func sweepingKeepsASpentRate() {
+        let limits = UDPTransport.Configuration.ListenerLimits(maxLinks: 4, maxLinksPerAddress: 8, handshakesPerSecondPerAddress: 2, handshakesPerSecond: 1_000)
+        var ledger = UDPAddressLedger(limits: limits)
+        #expect(ledger.admit("10.0.0.1", now: Self.start) == .admitted)
+        #expect(ledger.admit("10.0.0.1", now: Self.start) == .admitted)
+        ledger.release("10.0.0.1")
+        ledger.release("10.0.0.1")
+        // Other hosts grow the table past its sweep size (2 x maxLinks), their links closed too.
+        for host in 2..<12 {
+            #expect(ledger.admit("10.0.0.\(host)", now: Self.start) == .admitted)
+            ledger.release("10.0.0.\(host)")
+        }
+        // Swept, but within the second: the host's bucket is still empty.
+        #expect(ledger.admit("10.0.0.1", now: Self.start + .milliseconds(100)) == .tooManyHandshakes)
+        // A second later every bucket is full again, and the next sweep forgets those entries.
+        #expect(ledger.admit("10.0.0.1", now: Self.start + .seconds(1)) == .admitted)
+        #expect(ledger.entries.count <= 2 * 11)
+        ledger.release("10.0.0.1")
+        for host in 12..<30 {
+            _ = ledger.admit("10.0.0.\(host)", now: Self.start + .seconds(3))
+            ledger.release("10.0.0.\(host)")
+        }
+        #expect(ledger.entries.count < 30)
+    }
+
     @Test func aListenerRateBelowOneIsRefusedNamingIt() {
         var limits = UDPTransport.Configuration.ListenerLimits()
         limits.handshakesPerSecond = 0

@@ -30,4 +30,13 @@ public struct EventRateLimiter: Sendable, Hashable {
         credit -= Self.costPerEvent
         return true
     }
+
+    /// Whether the bucket is full at `now`: a limiter made afresh then would behave the same, so
+    /// its owner may forget it.
+    public func isFull(at now: ConduitInstant) -> Bool {
+        let capacity = Self.costPerEvent * Int64(perSecond)
+        guard now > refilledAt else { return credit >= capacity }
+        let elapsed = min((now - refilledAt).nanosecondsClamped, Self.costPerEvent)
+        return credit + elapsed * Int64(perSecond) >= capacity
+    }
 }

@@ -47,8 +47,11 @@ extension UDPTransport.Configuration {
 }
 
 /// Links and handshake rate per remote IP address, for ``UDPTransport/Configuration/ListenerLimits``.
-/// Entries exist for addresses that proved themselves (returned a cookie); addresses without links
-/// are forgotten once the table outgrows the link cap, so it stays bounded.
+/// Entries exist for addresses that proved themselves (returned a cookie). An entry is forgotten
+/// once it holds nothing: no link, and a full handshake bucket (no handshake in the last second).
+/// Forgetting one whose bucket was still being refilled gave its address a full bucket again, so a
+/// host that closed its links could exceed its rate (the udp-listener fuzz target's finding). The
+/// table is swept when it doubles, so each sweep is paid for by the admissions that grew it.
 package struct UDPAddressLedger {
     package struct Entry {
         package var links = 0
@@ -57,10 +60,15 @@ package struct UDPAddressLedger {
 
     let limits: UDPTransport.Configuration.ListenerLimits
     package private(set) var entries: [String: Entry] = [:]
+    /// The table's size at which it is next swept.
+    private var sweepAt: Int
     /// Handshakes of every address together (`handshakesPerSecond`); created at the first.
     private var allHandshakes: EventRateLimiter?
 
-    package init(limits: UDPTransport.Configuration.ListenerLimits) { self.limits = limits }
+    package init(limits: UDPTransport.Configuration.ListenerLimits) {
+        self.limits = limits
+        sweepAt = 2 * limits.maxLinks
+    }
 
     package enum Verdict { case admitted, tooManyLinks, tooManyHandshakes, tooManyHandshakesInAll }
 
@@ -68,6 +76,10 @@ package struct UDPAddressLedger {
     /// rate allow it, counts its new link. A host refused by its own limits charges nothing to
     /// the listener's rate.
     package mutating func admit(_ address: String, now: ConduitInstant) -> Verdict {
+        if entries.count > sweepAt {
+            entries = entries.filter { $0.value.links > 0 || !$0.value.handshakes.isFull(at: now) }
+            sweepAt = max(2 * limits.maxLinks, 2 * entries.count)
+        }
         var entry = entries[address] ?? Entry(handshakes: EventRateLimiter(perSecond: limits.handshakesPerSecondPerAddress, now: now))
         defer { entries[address] = entry }
         guard entry.links < limits.maxLinksPerAddress else { return .tooManyLinks }
@@ -76,7 +88,6 @@ package struct UDPAddressLedger {
         defer { allHandshakes = all }
         guard all.admit(now: now) else { return .tooManyHandshakesInAll }
         entry.links += 1
-        if entries.count > 2 * limits.maxLinks { entries = entries.filter { $0.value.links > 0 } }
         return .admitted
     }
 
