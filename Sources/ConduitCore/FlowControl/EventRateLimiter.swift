@@ -19,11 +19,8 @@ public struct EventRateLimiter: Sendable, Hashable {
 
     /// Charges one event at `now`: true if it is within the rate, false (nothing charged) if not.
     public mutating func admit(now: ConduitInstant) -> Bool {
-        let capacity = Self.costPerEvent * Int64(perSecond)
         if now > refilledAt {
-            // More than a second of idleness fills the bucket anyway; capping first avoids overflow.
-            let elapsed = min((now - refilledAt).nanosecondsClamped, Self.costPerEvent)
-            credit = min(capacity, credit + elapsed * Int64(perSecond))
+            credit = credit(at: now)
             refilledAt = now
         }
         guard credit >= Self.costPerEvent else { return false }
@@ -34,9 +31,14 @@ public struct EventRateLimiter: Sendable, Hashable {
     /// Whether the bucket is full at `now`: a limiter made afresh then would behave the same, so
     /// its owner may forget it.
     public func isFull(at now: ConduitInstant) -> Bool {
-        let capacity = Self.costPerEvent * Int64(perSecond)
-        guard now > refilledAt else { return credit >= capacity }
+        credit(at: now) >= Self.costPerEvent * Int64(perSecond)
+    }
+
+    /// The credit refilled up to `now` (capped at one second's worth).
+    private func credit(at now: ConduitInstant) -> Int64 {
+        guard now > refilledAt else { return credit }
+        // More than a second of idleness fills the bucket anyway; capping first avoids overflow.
         let elapsed = min((now - refilledAt).nanosecondsClamped, Self.costPerEvent)
-        return credit + elapsed * Int64(perSecond) >= capacity
+        return min(Self.costPerEvent * Int64(perSecond), credit + elapsed * Int64(perSecond))
     }
 }
