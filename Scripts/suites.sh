@@ -1,5 +1,7 @@
-# Suites that Scripts/test.sh runs in passes of their own (its comment says why), sourced by it and
-# by .ci/run. `simulations` are synchronous virtual-time runs of two reliability engines on one
-# thread: ThreadSanitizer has nothing to check in them and slows them 5-15x, so its run skips them.
+# Suites that Scripts/test.sh and Scripts/sanitizers.sh run in passes of their own (test.sh's
+# comment says why), sourced by them and by .ci/run. `simulations` are virtual-time runs that want
+# the cooperative pool to themselves: synchronous runs of two reliability engines on one thread,
+# and a conference through a loopback relay whose real tasks must keep up with the virtual clock
+# the test advances (beside the whole suite under ThreadSanitizer it fell behind and timed out).
 heavy="PionSCTPParityTests|RelayBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
-simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests"
+simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests|ConferenceVirtualTimeTests"

@@ -51,7 +51,7 @@ struct ConferenceVirtualTimeTests {
         let delivered = await clock.advance(
             by: .milliseconds(10), until: { total() == payload.count && outboundEvents.withLock { $0.count } == 2 }, limit: .seconds(60)
         )
-        #expect(delivered)
+        #expect(delivered, "\(total()) of \(payload.count) bytes arrived by \(clock.now()); alice's events \(outboundEvents.withLock { $0 }); bob's \(bobLog.all)")
         #expect(outboundEvents.withLock { $0 } == [.tooLongQueuedData(enabled: true), .tooLongQueuedData(enabled: false)])
         var aggregator = FragmentAggregator(streamID: 100, sessionType: .reliableBytes)
         #expect(fragments.withLock { $0 }.compactMap { aggregator.add($0) }.map(\.bytes) == [payload])
