@@ -7,6 +7,7 @@ import ServiceLifecycle
 import ConduitRooms
 import ConduitRelayCore
 import Foundation
+import ConduitTooling
 import ConduitUDP
 
 struct RelayCommand: AsyncParsableCommand {
