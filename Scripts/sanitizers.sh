@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the whole test suite under a sanitizer (every trait on) and runs it; any report, or a
-# test that fails twice (see run_suite below), fails.
+# test that fails twice (see run_pass below), fails.
 #
 #   bash Scripts/sanitizers.sh thread  [test binary options, e.g. --filter ConduitUDPTests]
 #   bash Scripts/sanitizers.sh address [...]      AddressSanitizer with leak checking
@@ -83,7 +83,7 @@ export LSAN_OPTIONS="suppressions=$here/Scripts/sanitizers/lsan.supp print_suppr
 # wall-clock deadlines in every CI run (a connect's 10 s, a relay's answer) while the suite took
 # 255-262 s. With 8 at a time both suites pass whole, in 108 s (thread) and 78 s (address).
 width=(--experimental-maximum-parallelization-width "${SANITIZER_WIDTH:-8}")
-# Runs the suite once; its exit status, its log in $reports/tests-$1.log.
+# Runs the suite once, its log in $reports/tests-$1.log; a hang (the timeout) ends the script.
 run_suite() {
     local start=$SECONDS status=0
     timeout 1800 "$scratch/debug/conduitPackageTests.xctest" --testing-library swift-testing "${width[@]}" "${@:2}" 2>&1 |
@@ -97,17 +97,16 @@ failures() { grep '✘.* Test .* failed after' "$reports/tests-$1.log" | grep -v
 # fails twice: once only, a failure may be the machine's (a wall-clock deadline overrun while
 # something else held the CPU), so the pass runs again, and must pass whole.
 run_pass() {
-    local name="$1" failed
+    local name="$1" run failed
     shift
-    run_suite "$name" "$@"
-    no_reports "$prefix" || exit 1
-    failed="$(failures "$name")"
-    [ "$failed" = 0 ] && return 0
-    echo "Scripts/sanitizers.sh: $failed test(s) failed under the sanitizer (their lines above); running this pass once more"
-    run_suite "$name-again" "$@"
-    no_reports "$prefix" || exit 1
-    failed="$(failures "$name-again")"
-    [ "$failed" = 0 ] && return 0
+    for run in "$name" "$name-again"; do
+        run_suite "$run" "$@"
+        no_reports "$prefix" || exit 1
+        failed="$(failures "$run")"
+        [ "$failed" = 0 ] && return 0
+        [ "$run" = "$name" ] &&
+            echo "Scripts/sanitizers.sh: $failed test(s) failed under the sanitizer (their lines above); running this pass once more"
+    done
     echo "error: $failed test(s) failed under the $sanitizer sanitizer again (their lines above)" >&2
     exit 1
 }
