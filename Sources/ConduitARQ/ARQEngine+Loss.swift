@@ -144,7 +144,8 @@ extension ARQEngine {
         probesOwed = ptoCount == 0 ? 1 : 2
         ptoCount += 1
         counters.probeTimeouts += 1
-        pathSearch?.probeTimeoutFired(count: ptoCount)
+        let count = ptoCount
+        updatePathSearch { $0.probeTimeoutFired(count: count) }
     }
 
     /// The peer acknowledged packets declared lost: count them, widen the reordering window

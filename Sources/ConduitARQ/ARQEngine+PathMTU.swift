@@ -46,16 +46,27 @@ extension ARQEngine {
 
     /// The peer acknowledged `range`: a probe among it confirms its size.
     mutating func pathProbesAcknowledged(_ range: ClosedRange<UInt64>, now: ConduitInstant) {
-        pathSearch?.acknowledged(range, now: now)
+        updatePathSearch { $0.acknowledged(range, now: now) }
     }
 
     /// A packet of the link's was acknowledged (black hole detection, RFC 8899 section 4.3).
     mutating func pathPacketAcknowledged(size: Int) {
-        pathSearch?.dataPacketAcknowledged(size: size)
+        updatePathSearch { $0.dataPacketAcknowledged(size: size) }
     }
 
     /// A packet of the link's was declared lost (black hole detection, RFC 8899 section 4.3).
     mutating func pathPacketLost(size: Int) {
-        pathSearch?.dataPacketLost(size: size)
+        updatePathSearch { $0.dataPacketLost(size: size) }
+    }
+
+    /// Applies `change` to the search; when it moved the packet size, the congestion controller
+    /// counts its windows in the new size (RFC 9002 section 7.2: a window of 4 base-size packets
+    /// would never let one 65,000-byte packet go).
+    mutating func updatePathSearch(_ change: (inout LinkPathMTUSearch) -> Void) {
+        guard pathSearch != nil else { return }
+        let before = pathSearch!.packetSize
+        change(&pathSearch!)
+        let after = pathSearch!.packetSize
+        if after != before { congestion.maxDatagramSizeChanged(to: after) }
     }
 }

@@ -32,7 +32,7 @@ extension ARQEngine {
         }
         if let ackDeadline, ackDeadline <= now, !received.isEmpty { ackImmediately = true }
         expireLifetimes(now: now)
-        pathSearch?.handleTimeout(now: now)
+        updatePathSearch { $0.handleTimeout(now: now) }
         if let keepalive = keepaliveDeadline, keepalive <= now { pingPending = true }
         if let probe = windowProbeDeadline, probe <= now {
             pingPending = true

@@ -34,8 +34,8 @@ public struct BBRCongestionControl: Sendable, Hashable {
     static let probeRttInterval: Int64 = 5_000 * LinkTime.millisecond
     static let probeRttDuration: Int64 = 200 * LinkTime.millisecond
 
-    /// The packet size windows are counted in.
-    public let maxDatagramSize: Int
+    /// The packet size windows are counted in: the size in use (path MTU discovery changes it).
+    public private(set) var maxDatagramSize: Int
     /// The current state.
     public private(set) var state = State.startup
     /// The congestion window, in bytes.
@@ -100,6 +100,16 @@ public struct BBRCongestionControl: Sendable, Hashable {
 
     /// `BBRMinPipeCwnd`: four packets.
     public var minimumWindow: Int { 4 * maxDatagramSize }
+
+    /// The packet size changed (path MTU discovery): the window counts in the new size, never
+    /// below four packets, nor below RFC 9002's initial window until Startup filled the pipe
+    /// (a window smaller than one packet would never let one go).
+    public mutating func maxDatagramSizeChanged(to size: Int) {
+        precondition(size > 0)
+        maxDatagramSize = size
+        if !filledPipe { window = max(window, NewRenoCongestionControl.initialWindow(maxDatagramSize: size)) }
+        window = max(window, minimumWindow)
+    }
 
     var bandwidth: Double { max(currentCycleBandwidth, previousCycleBandwidth) }
 

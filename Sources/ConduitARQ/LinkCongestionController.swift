@@ -48,6 +48,8 @@ protocol CongestionController: Sendable {
     mutating func onPersistentCongestion()
     /// The rate the pacer releases packets at, in bytes per nanosecond.
     func pacingRate(smoothedRttNanoseconds: Int64) -> Double
+    /// Path MTU discovery changed the packet size: windows count in the new one.
+    mutating func maxDatagramSizeChanged(to size: Int)
 }
 
 extension ARQEngine.CongestionControlAlgorithm {

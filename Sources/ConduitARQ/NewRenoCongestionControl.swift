@@ -4,8 +4,8 @@ public import ConduitCore
 /// congestion avoidance, one window reduction per recovery period, persistent congestion. Windows
 /// and bytes in flight count whole packets on the wire (header, frames and checksum).
 public struct NewRenoCongestionControl: Sendable, Hashable {
-    /// `max_datagram_size`.
-    public let maxDatagramSize: Int
+    /// `max_datagram_size`: the packet size in use (path MTU discovery changes it).
+    public private(set) var maxDatagramSize: Int
     /// `congestion_window`, in bytes.
     public private(set) var window: Int
     /// `ssthresh`: infinite (`Int.max`) until the first congestion event (section 7.3.1).
@@ -49,6 +49,16 @@ public struct NewRenoCongestionControl: Sendable, Hashable {
 
     /// kMinimumWindow = 2 * max_datagram_size (section 7.2).
     public var minimumWindow: Int { 2 * maxDatagramSize }
+
+    /// Section 7.2: the packet size changed (path MTU discovery). The window counts in the new
+    /// size: never below its minimum, nor below its initial window before the first congestion
+    /// event (a window smaller than one packet would never let one go).
+    public mutating func maxDatagramSizeChanged(to size: Int) {
+        precondition(size > 0)
+        maxDatagramSize = size
+        if congestionEvents == 0 { window = max(window, Self.initialWindow(maxDatagramSize: size)) }
+        window = max(window, minimumWindow)
+    }
 
     /// Whether the window is below the slow-start threshold (it doubles per round trip there).
     public var isInSlowStart: Bool { window < slowStartThreshold }

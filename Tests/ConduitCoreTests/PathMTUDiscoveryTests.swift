@@ -115,6 +115,24 @@ struct PathMTUDiscoveryTests {
         print("[pmtud] converged to \(harness.a.currentMaxDatagramSize) on a 1,400-byte path; \(a.pathProbesSent) probes, \(a.pathProbesLost) lost; then \(packets) packets for \(after.count) frames of 50-400 bytes")
     }
 
+    /// Loopback carries 65,000-byte packets: more than the initial window of base-size packets
+    /// (12,200 bytes) and four times the minimum. Windows must count in the size found, or the
+    /// first confirmed probe leaves a window no packet fits, and the link stalls for good.
+    @Test(arguments: ARQEngine.CongestionControlAlgorithm.allCases)
+    func aSizeAboveTheInitialWindowStillSends(_ algorithm: ARQEngine.CongestionControlAlgorithm) {
+        var configuration = Self.configuration(max: 65_000)
+        configuration.congestionControl = algorithm
+        var harness = ARQEngineHarness(a: configuration, b: configuration, aToB: Self.path(limit: nil, seed: 21), bToA: Self.path(limit: nil, seed: 22))
+        var frames = NumberedFrames(count: 20_000, seed: 7)
+        let finished = harness.run(for: .seconds(120)) { h in
+            frames.pump(&h) && h.a.pathMTUSearch?.state == .searchComplete
+        }
+        #expect(finished)
+        #expect(frames.wrong == 0)
+        #expect(harness.a.currentMaxDatagramSize > 60_000)
+        #expect(harness.a.statistics.congestionWindow >= 2 * harness.a.currentMaxDatagramSize, "at least the minimum window in the size found")
+    }
+
     @Test func aBlackHoleMidTransferFallsBackWithNothingLostOrRepeated() {
         var (harness, _) = Self.harness(max: 1_500, limit: 1_500)
         var frames = NumberedFrames(count: 12_000, seed: 2)
