@@ -240,6 +240,9 @@ package struct ListenReport: Sendable, Codable, Hashable {
     package var elapsedSeconds: Double
     /// `bytes` over `elapsedSeconds`.
     package var throughputBytesPerSecond: Double
+    /// Payload bytes received in each 100 ms from the first message on (the first minute): how
+    /// fast the rate ramps up and whether it holds.
+    package var bytesPer100Milliseconds: [Int]
     /// Messages sent back (with `echo`).
     package var echoed: Int
     /// Incoming sessions that could not be made (for example announced after the caller hung up).
@@ -261,6 +264,7 @@ final class ListenTally: Sendable {
         var streams: [StreamID: StreamState] = [:]
         var first: ContinuousClock.Instant?
         var last: ContinuousClock.Instant?
+        var timeline: [Int] = []
         var echoSessions: [OutboundDataSession] = []
         var refused = 0
         var signalled = false
@@ -271,6 +275,10 @@ final class ListenTally: Sendable {
 
     init(expect: Int?) { self.expect = expect }
 
+    /// The report's timeline: 100 ms steps over the first minute.
+    static let timelineStep = Duration.milliseconds(100)
+    static let timelineBuckets = 600
+
     func open(_ streamID: StreamID, type: SessionType) {
         state.withLock { $0.streams[streamID] = StreamState(type: type) }
     }
@@ -280,6 +288,11 @@ final class ListenTally: Sendable {
         state.withLock { state in
             if state.first == nil { state.first = now }
             state.last = now
+            let bucket = Int(state.first!.duration(to: now) / Self.timelineStep)
+            if bucket < Self.timelineBuckets {
+                if state.timeline.count <= bucket { state.timeline.append(contentsOf: repeatElement(0, count: bucket + 1 - state.timeline.count)) }
+                state.timeline[bucket] += bytes.count
+            }
             _ = state.streams[streamID]?.verifier.classify(bytes, timestamp: timestamp)
         }
     }
@@ -340,6 +353,7 @@ final class ListenTally: Sendable {
                 expected: expect,
                 elapsedSeconds: elapsed,
                 throughputBytesPerSecond: throughput(bytes: total.bytes, seconds: elapsed),
+                bytesPer100Milliseconds: state.timeline,
                 echoed: echoed,
                 refusedSessions: state.refused,
                 streams: streams

@@ -15,7 +15,8 @@ struct ListenCommand: AsyncParsableCommand {
             --echo, every message goes back on a session of the same stream ID and type. Ends when --expect \
             valid messages arrived, when the peer hangs up, or after --timeout seconds, and prints a report; \
             with --json the last line is one JSON object: received, valid, bytes, duplicates, outOfOrder, \
-            corrupted, missing, expected, elapsedSeconds, throughputBytesPerSecond, echoed, ended, peer, \
+            corrupted, missing, expected, elapsedSeconds, throughputBytesPerSecond, bytesPer100Milliseconds (the \
+            payload bytes of each 100 ms from the first message, over the first minute), echoed, ended, peer, \
             transport, url, refusedSessions and streams (per stream ID). Exits non-zero if any message was \
             corrupted or missing.
             """
