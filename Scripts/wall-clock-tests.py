@@ -31,7 +31,11 @@ TIMER = re.compile(r"\b(connectTimeout|queueDelayOn|queueDelayOff|incompleteTime
 RUNTIME = re.compile(r"\bconnect\(|\blisten\(|LoopbackRoom|CallPair|ConduitRuntime\(")
 VIRTUAL = re.compile(r"VirtualClock|ARQEngineHarness|RoomHarness|CallHarness|SansIOPair")
 FUNC = re.compile(r"\bfunc\s+([A-Za-z_][A-Za-z0-9_]*)\s*(<[^>{]*>)?\s*\(")
-SOCKET_FILES = re.compile(r"RelayUDPTests")
+SOCKET_FILES = re.compile(r"UDPTests|NATSClientTests|ClusterSoakTests|ClusterFailureTests|RelayAbuseSoakTests")
+# Helpers of a support type with generic names (start, stop): a call reaches them only from a
+# body that names the type or its usual variable, so that every `proxy.start(` is not taken for
+# starting nats-server.
+SCOPED = {"NATSServerProcess.swift": re.compile(r"NATSServerProcess|\bnats\b")}
 LOGIC_TARGETS = {"ConduitCoreTests", "ConduitTests", "ConduitLoopbackTests", "ConduitReliableTransportTests", "ConduitRelayTests", "ConduitToolingTests"}
 
 
@@ -119,13 +123,16 @@ def main():
             return not path.startswith(target_dir) or re.search(r"Support|Harness", os.path.basename(path))
         helpers = [(n, b, p) for n, b, t, p in funcs if not t and (n, os.path.basename(p)) not in GUARDS]
         waiting = {(n, p) for n, b, p in helpers if SLEEP.search(b)}
-        def visible(called_from, helper_path):
+        def visible(called_from, helper_path, body=None):
+            scope = SCOPED.get(os.path.basename(helper_path))
+            if scope and body is not None and not scope.search(body):
+                return False
             return shared(helper_path) or helper_path == called_from
         changed = True
         while changed:  # callers of a waiting helper wait too
             changed = False
             for name, body, path in helpers:
-                if (name, path) not in waiting and any(visible(path, wp) and re.search(r"\b%s\(" % re.escape(w), body) for w, wp in waiting):
+                if (name, path) not in waiting and any(visible(path, wp, body) and re.search(r"\b%s\(" % re.escape(w), body) for w, wp in waiting):
                     waiting.add((name, path))
                     changed = True
         for name, body, is_test, path in funcs:
@@ -135,9 +142,12 @@ def main():
             # Sleeping on a VirtualClock of the test's own is virtual time, not the wall clock.
             for clock in re.findall(r"\blet\s+(\w+)\s*=\s*VirtualClock\(", body):
                 body = re.sub(r"\b%s\.sleep\(" % clock, "virtualSleep(", body)
+            # The clock of a virtual-time pair (`let (clock, …) = (pair.clock, …)`) is virtual too.
+            if re.search(r"\bVirtualReliablePair\(", body):
+                body = re.sub(r"\bclock\.sleep\(", "virtualSleep(", body)
             if SLEEP.search(body):
                 reasons.append("sleeps")
-            called = sorted({w for w, wp in waiting if visible(path, wp) and re.search(r"\b%s\(" % re.escape(w), body)})
+            called = sorted({w for w, wp in waiting if visible(path, wp, body) and re.search(r"\b%s\(" % re.escape(w), body)})
             if called:
                 reasons.append("calls " + ", ".join(called))
             short = [m for m in TIMER.finditer(body) if (int(m.group(3).replace("_", "")) * (1 if m.group(2) == "seconds" else 0.001)) < 10]
