@@ -49,9 +49,10 @@ struct CallProgramRun {
     var recorded: [[UInt8]] = []
     var ledgerA: SessionEventLedger
     var ledgerB: SessionEventLedger
-    /// Per stream, the payloads B's app queued on a reliable-message session, in order, and the
-    /// indexes A delivered.
+    /// Per stream, the payloads B's app queued on a message-type session (each with a traced
+    /// index), in order; which of them went on a reliable one; and the indexes A delivered.
     var sentByB: [SessionKey: [[UInt8]]] = [:]
+    var reliableByB: [SessionKey: Set<Int>] = [:]
     var deliveredToA: [SessionKey: [Int]] = [:]
     /// A got something B did not send (junk, a mutated or replayed frame).
     var attacked = false
@@ -202,8 +203,11 @@ struct CallProgramRun {
         if action % 8 == 1 {
             let index = sentByB[key, default: []].count
             let payload = tracedPayload(stream: key.streamID, index: index, size: Int(argument & 0x3F) * 20)
-            if case .queued = b.enqueue(key, bytes: payload, timestamp: UInt64(index), now: now), b.outboundType(key) == .reliableMessage {
+            // Every message-type send is traced (A checks each one it delivers against it,
+            // whatever its reliability); the reliable ones must all arrive.
+            if case .queued = b.enqueue(key, bytes: payload, timestamp: UInt64(index), now: now), let type = b.outboundType(key), type.isMessage {
                 sentByB[key, default: []].append(payload)
+                if type == .reliableMessage { reliableByB[key, default: []].insert(index) }
             }
             return try collect()
         }
@@ -288,7 +292,10 @@ struct CallProgramRun {
         guard !attacked, !a.isEnded, !b.isEnded, statistics.droppedPendingOverflow == 0,
               statistics.reassembly.messagesDroppedOverCapacity == 0, statistics.reassembly.messagesEvicted == 0 else { return }
         for (key, sent) in sentByB where a.isInboundAccepted(key) && [nil, .sessionEnd].contains(b.outboundCloseReason(key)) {
-            try check.require(deliveredToA[key, default: []] == Array(sent.indices), "A delivered \(deliveredToA[key, default: []]) of the \(sent.count) messages B sent on \(key)")
+            let reliable = reliableByB[key, default: []]
+            let expected = sent.indices.filter { reliable.contains($0) }
+            try check.require(deliveredToA[key, default: []].filter { reliable.contains($0) } == expected,
+                              "A delivered \(deliveredToA[key, default: []]) of the \(expected.count) reliable messages B sent on \(key) (\(expected))")
         }
     }
 }

@@ -31,8 +31,10 @@ struct RoomProgramRun {
     /// Real frames: what the relay sent alice, and what the clients sent the relay.
     var fromRelay: [[UInt8]] = []
     var fromClients: [[UInt8]] = []
-    /// The reliable messages bob's app queued on stream 101, and the indexes alice delivered.
+    /// The messages bob's app queued on stream 101 (message types, each with a traced index),
+    /// whether each went on a reliable session, and the indexes alice delivered.
     var sentByBob: [[UInt8]] = []
+    var sentByBobReliably: [Bool] = []
     var deliveredToAlice: [Int] = []
     /// Streams alice's app declined (so her app at the end declines each at most once).
     var declinedByAlice: Set<SessionKey> = []
