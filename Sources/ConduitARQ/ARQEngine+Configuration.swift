@@ -82,7 +82,10 @@ extension ARQEngine {
         /// The most bytes of ack-eliciting packets sent at one instant: 64 datagrams (one batched
         /// write), and only when 2 ms of the pacing rate is that much; the congestion window still
         /// bounds what is in flight (RFC 9002 section 7.7).
-        public var maxPacingBurst: Int { 64 * basePacketSize }
+        public var maxPacingBurst: Int { Self.pacingBurstPackets * basePacketSize }
+
+        /// The pacer's bucket in packets of the size in use (``maxPacingBurst`` at the base size).
+        static let pacingBurstPackets = 64
 
         /// Traps on a configuration the link cannot honour (a programming error, like an invalid
         /// fragment size in `CallMachine`).

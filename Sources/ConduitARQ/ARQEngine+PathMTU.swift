@@ -61,12 +61,15 @@ extension ARQEngine {
 
     /// Applies `change` to the search; when it moved the packet size, the congestion controller
     /// counts its windows in the new size (RFC 9002 section 7.2: a window of 4 base-size packets
-    /// would never let one 65,000-byte packet go).
+    /// would never let one 65,000-byte packet go), and the pacer its bucket.
     mutating func updatePathSearch(_ change: (inout LinkPathMTUSearch) -> Void) {
         guard pathSearch != nil else { return }
         let before = pathSearch!.packetSize
         change(&pathSearch!)
         let after = pathSearch!.packetSize
-        if after != before { congestion.maxDatagramSizeChanged(to: after) }
+        if after != before {
+            congestion.maxDatagramSizeChanged(to: after)
+            pacer.maxDatagramSizeChanged(to: after, burstPackets: Configuration.pacingBurstPackets)
+        }
     }
 }

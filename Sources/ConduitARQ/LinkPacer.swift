@@ -10,8 +10,8 @@ import ConduitCore
 /// goes out only when a full datagram's worth of tokens is there, so the bytes released at any one
 /// instant never exceed the bucket.
 struct LinkPacer: Sendable, Hashable {
-    let maxDatagramSize: Int
-    let maxBurst: Int
+    private(set) var maxDatagramSize: Int
+    private(set) var maxBurst: Int
     private(set) var tokens: Double
     private var lastUpdate: ConduitInstant
 
@@ -20,6 +20,14 @@ struct LinkPacer: Sendable, Hashable {
         self.maxBurst = maxBurst
         tokens = Double(maxBurst)
         lastUpdate = now
+    }
+
+    /// Path MTU discovery changed the packet size: the bucket counts in the new one (64 packets
+    /// at most, as at the start), or one 65,000-byte packet would empty a bucket of 64 base-size
+    /// ones and every packet would wait for a timer of its own.
+    mutating func maxDatagramSizeChanged(to size: Int, burstPackets: Int) {
+        maxDatagramSize = size
+        maxBurst = burstPackets * size
     }
 
     /// Bytes per nanosecond.

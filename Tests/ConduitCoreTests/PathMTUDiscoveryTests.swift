@@ -14,6 +14,8 @@ struct NumberedFrames {
     let count: Int
     var sizes: [Int]
     var channel: UInt32 = 1
+    /// How much A may have queued before the pump waits (the app's backlog).
+    var maxQueued = 64 * 1_024
     var sent = 0
     var received = 0
     var wrong = 0
@@ -30,7 +32,7 @@ struct NumberedFrames {
 
     /// Sends while A's queue is short, takes what B delivers; true once every frame arrived.
     mutating func pump(_ h: inout ARQEngineHarness) -> Bool {
-        while sent < count, h.a.queuedBytes < 64 * 1_024 {
+        while sent < count, h.a.queuedBytes < maxQueued {
             guard case .queued = h.a.send(frame(sent), channel: channel, delivery: .reliableOrdered, now: h.now) else { break }
             sent += 1
         }
@@ -117,19 +119,31 @@ struct PathMTUDiscoveryTests {
 
     /// Loopback carries 65,000-byte packets: more than the initial window of base-size packets
     /// (12,200 bytes) and four times the minimum. Windows must count in the size found, or the
-    /// first confirmed probe leaves a window no packet fits, and the link stalls for good.
+    /// first confirmed probe leaves a window no packet fits, and the link stalls for good; and so
+    /// must the pacer's bucket, or each large packet waits for a timer of its own.
     @Test(arguments: ARQEngine.CongestionControlAlgorithm.allCases)
     func aSizeAboveTheInitialWindowStillSends(_ algorithm: ARQEngine.CongestionControlAlgorithm) {
         var configuration = Self.configuration(max: 65_000)
         configuration.congestionControl = algorithm
         var harness = ARQEngineHarness(a: configuration, b: configuration, aToB: Self.path(limit: nil, seed: 21), bToA: Self.path(limit: nil, seed: 22))
-        var frames = NumberedFrames(count: 20_000, seed: 7)
+        // Large packets A sent at each instant (at most the pacer's bucket goes at once).
+        final class Bursts { var at: ConduitInstant?; var count = 0; var largest = 0 }
+        let bursts = Bursts()
+        harness.inspect = { fromA, datagram, now in
+            guard fromA, datagram.count > 60_000 else { return }
+            if bursts.at == now { bursts.count += 1 } else { (bursts.at, bursts.count) = (now, 1) }
+            bursts.largest = max(bursts.largest, bursts.count)
+        }
+        var frames = NumberedFrames(count: 40_000, seed: 7)
+        frames.maxQueued = 2 * 1_024 * 1_024  // a backlog, so that the pacer is what spaces packets
         let finished = harness.run(for: .seconds(120)) { h in
             frames.pump(&h) && h.a.pathMTUSearch?.state == .searchComplete
         }
         #expect(finished)
         #expect(frames.wrong == 0)
         #expect(harness.a.currentMaxDatagramSize > 60_000)
+        print("[pmtud] \(algorithm): up to \(bursts.largest) packets of over 60,000 bytes at one instant")
+        #expect(bursts.largest >= 4, "the pacer's bucket counts in packets of the size found (a base-size bucket let 2 go)")
         #expect(harness.a.statistics.congestionWindow >= 2 * harness.a.currentMaxDatagramSize, "at least the minimum window in the size found")
     }
 
