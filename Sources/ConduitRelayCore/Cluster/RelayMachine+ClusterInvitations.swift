@@ -90,6 +90,11 @@ extension RelayMachine {
         }
         guard cluster != nil, invitations.book.invitation(id) == nil, let proxy = invitations.proxies[id] else { return false }
         invitations.requestsHandled += 1
+        guard cluster!.nodes.peers[proxy.home] != nil else {
+            // Its home died (its open invitation was cancelled here): nothing can change it now.
+            sendInvitation(.refused(tag: message.tag, id, InvitationError(.invitationEnded, "invitation \(id) ended: its relay is gone")), to: connection)
+            return true
+        }
         guard invitations.remoteRequests.count < configuration.cluster.maxRemoteRequests, RelayClusterNodeMessage.canCarry(message) else {
             statistics.cluster.invitationRequestsUnanswered += 1
             sendInvitation(.refused(tag: message.tag, id, InvitationError(.relayUnavailable, "too many requests wait for other relays")), to: connection)
