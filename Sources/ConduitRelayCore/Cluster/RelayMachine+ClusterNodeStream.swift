@@ -215,7 +215,7 @@ extension RelayMachine {
         var lost: UInt64 = 0
         for sequence in cluster!.nodes.peers[node]!.held.keys.sorted() where sequence <= limit {
             guard let taken = cluster?.nodes.peers[node]?.taken, let message = cluster!.nodes.peers[node]!.held.removeValue(forKey: sequence) else { continue }
-            lost += sequence - taken - 1
+            lost += sequence > taken ? sequence - taken - 1 : 0
             cluster!.nodes.peers[node]!.taken = sequence
             applyNodeMessage(message, now: now)
         }
