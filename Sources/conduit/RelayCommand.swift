@@ -175,6 +175,12 @@ struct RelayService: Service {
             metadata["cluster.published"] = "\(cluster.messagesPublished)"
             metadata["cluster.received"] = "\(cluster.messagesReceived)"
             metadata["cluster.lost"] = "\(cluster.messagesLost)"
+            // The node stream (online status, invitations): what was lost beyond repair, and
+            // forwarded answers that went unanswered (their peers were refused relayUnavailable).
+            metadata["cluster.nodeLost"] = "\(cluster.nodeMessagesLost)"
+            metadata["cluster.nodeRepaired"] = "\(cluster.nodeMessagesRepaired)"
+            metadata["cluster.invitationsUnanswered"] = "\(cluster.invitationRequestsUnanswered)"
+            metadata["cluster.pressure"] = "\(cluster.remotePressureApplied)"
         }
         for (kind, count) in statistics.refusals where count > 0 { metadata["refused.\(kind)"] = "\(count)" }
         return metadata
