@@ -157,7 +157,13 @@ public enum SeedCorpus {
         let tracks = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 7, body: .tracks(
             published: [TrackInfo(trackID: 4, publisher: 1, name: "whiteboard", reliability: .reliableOrdered)],
             subscribed: [RelayClusterTrackKey(node: FuzzTargets.clusterNode, track: 1)]))
-        return [presence.encoded, data.encoded, direct.encoded, gone.encoded, use.encoded, subgroups.encoded, channels.encoded, tracks.encoded]
+        let held = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 8, body: .presence(
+            members: [RoomMember(member: 1, peer: "carol", dataSessionsSupported: true)], wantsReply: false, holdingBack: true))
+        let note = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 9, body: .extension(
+            origin: 1, targetNode: FuzzTargets.clusterNode.rawValue, targetMember: 1, id: 2, body: Array("join me".utf8)))
+        let pressure = RelayClusterMessage(node: node, room: room, epoch: 1, sequence: 10, body: .pressure(holdingBack: true))
+        return [presence.encoded, data.encoded, direct.encoded, gone.encoded, use.encoded, subgroups.encoded, channels.encoded, tracks.encoded,
+                held.encoded, note.encoded, pressure.encoded] + clusterNodeMessages(from: node).map(\.encoded)
     }
 
     private static func dcep() -> [[UInt8]] {

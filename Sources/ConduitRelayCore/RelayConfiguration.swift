@@ -53,6 +53,9 @@ public struct RelayConfiguration: Sendable, Hashable {
     public var vanishTimeout: Duration
     /// Caps of the relay's invitation table (open invitations, invitees, custom data, tombstones).
     public var invitations = InvitationBook.Configuration()
+    /// Caps and timings of what a clustered relay keeps about the other relays (online peers,
+    /// invitations they are home to, its node stream's resend ring).
+    public var cluster = RelayClusterNodeLimits()
 
     /// Makes a configuration; the defaults suit a relay on one machine.
     public init(

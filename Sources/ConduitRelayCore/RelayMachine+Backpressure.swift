@@ -29,9 +29,11 @@ extension RelayMachine {
     public func isReadPaused(_ id: RelayConnectionID) -> Bool { pausedReaders.contains(id) }
 
     func isHeldBack(_ id: RelayConnectionID, now: ConduitInstant) -> Bool {
-        guard !fullReceivers.isEmpty, case .member(let roomID, let member)? = connections[id]?.phase,
+        guard !fullReceivers.isEmpty || !pressuredRooms.isEmpty, case .member(let roomID, let member)? = connections[id]?.phase,
             rooms[roomID]?.members[member]?.grant.canPublish == true
         else { return false }
+        // Another relay of the cluster holds the room back (RelayMachine+ClusterPressure.swift).
+        if rooms[roomID]!.remotePressure.isEmpty == false { return true }
         for other in fullReceivers where other != id {
             guard let receiver = connections[other], !receiver.lagging, case .member(let otherRoom, _) = receiver.phase, otherRoom == roomID else {
                 continue
@@ -46,6 +48,7 @@ extension RelayMachine {
         guard connections[id]!.fullSince == nil, connections[id]!.outboxBytes > configuration.receiverHighWater else { return }
         connections[id]!.fullSince = now
         fullReceivers.insert(id)
+        if case .member(let roomID, _) = connections[id]!.phase { announcePressure(in: roomID) }
     }
 
     /// After `id`'s queue was written out: once under half the mark, it holds nobody back.
@@ -54,7 +57,10 @@ extension RelayMachine {
         connections[id]!.fullSince = nil
         connections[id]!.lagging = false
         fullReceivers.remove(id)
-        if case .member(let roomID, _) = connections[id]!.phase { resumeReaders(in: roomID) }
+        if case .member(let roomID, _) = connections[id]!.phase {
+            resumeReaders(in: roomID)
+            announcePressure(in: roomID)
+        }
     }
 
     /// `id` is closing or gone: it no longer holds anyone back, nor waits to be read.
@@ -62,7 +68,10 @@ extension RelayMachine {
         pausedReaders.remove(id)
         guard fullReceivers.remove(id) != nil else { return }
         connections[id]?.fullSince = nil
-        if case .member(let roomID, _) = phase { resumeReaders(in: roomID) }
+        if case .member(let roomID, _) = phase {
+            resumeReaders(in: roomID)
+            announcePressure(in: roomID)
+        }
     }
 
     /// Hands back every paused sender of `roomID` that nothing holds back any more.
@@ -97,7 +106,10 @@ extension RelayMachine {
             } else if now - since >= configuration.laggingAfter, !connections[id]!.lagging {
                 connections[id]!.lagging = true
                 statistics.laggingReceivers += 1
-                if case .member(let roomID, _) = connections[id]!.phase { resumeReaders(in: roomID) }
+                if case .member(let roomID, _) = connections[id]!.phase {
+                    resumeReaders(in: roomID)
+                    announcePressure(in: roomID)
+                }
             }
         }
         for id in isolated {

@@ -40,8 +40,7 @@ extension RelayMachine {
                 // Invitations are the relay's own business: handled here, never forwarded.
                 return handleInvitationRequest(id, from: rooms[roomID]!.members[member]!.peer, body: body, now: now)
             }
-            // (Extensions do not cross relays yet: a member of another relay is not a destination.)
-            guard rooms[roomID]!.members[to]?.origin == nil, rooms[roomID]!.members[to] != nil, to != member else {
+            guard let target = rooms[roomID]!.members[to], to != member else {
                 refuseFrame(.unknownDestination)
                 return
             }
@@ -50,7 +49,9 @@ extension RelayMachine {
                 flushPeerLists(now: now)
             }
             statistics.extensionsRelayed += 1
-            sendControl(rooms[roomID]!.members[to]!.connection, RoomControlFrame.extension(id: ext, member: member, body: body).encoded)
+            // A member of another relay: through the room's stream (RelayMachine+ClusterExtensions.swift).
+            if let origin = target.origin { return forwardExtension(ext, body: body, from: member, to: origin, in: roomID) }
+            sendControl(target.connection, RoomControlFrame.extension(id: ext, member: member, body: body).encoded)
         case .publishTrack, .unpublishTrack, .subscribeTrack, .unsubscribeTrack:
             handleTrackControl(frame, member: member, room: roomID, now: now)
         case .declareChannels(let declarations):
@@ -91,7 +92,7 @@ extension RelayMachine {
         connections[id]!.phase = .member(request.room, member)
         connections[id]!.lastHeard = now
         statistics.joins += 1
-        invitationMemberJoined(request.peer, id)
+        invitationMemberJoined(request.peer, id, now: now)
         sendControl(id, RoomControlFrame.joined(member: member).encoded)
         sendSnapshot(to: member, in: request.room)
         announceTracks(to: member, in: request.room)
@@ -132,6 +133,7 @@ extension RelayMachine {
         // Only other relays' members left: the room is no longer hosted here.
         if rooms[roomID]!.members.count == rooms[roomID]!.remote.count {
             rooms[roomID] = nil
+            pressuredRooms.remove(roomID)
             return
         }
         noteChange(in: roomID, left: member, now: now)

@@ -100,6 +100,11 @@ extension RelayMachine {
         var remoteTracks: [RelayNodeID: [UInt16: UInt16]] = [:]
         /// A tracks message of this relay listed something for the room: it keeps announcing them.
         var tracksAnnounced = false
+        /// What this relay last told the others: a receiver here holds the room back
+        /// (RelayMachine+ClusterPressure.swift).
+        var pressureAnnounced = false
+        /// Other relays that hold the room back: its senders here wait while one does.
+        var remotePressure: Set<RelayNodeID> = []
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

@@ -32,6 +32,9 @@ public struct RelayMachine: Sendable {
     /// them (see RelayMachine+Backpressure.swift).
     var fullReceivers: Set<RelayConnectionID> = []
     var pausedReaders: Set<RelayConnectionID> = []
+    /// Rooms another relay of the cluster holds back (RelayMachine+ClusterPressure.swift): with
+    /// `fullReceivers`, what makes reading a sender cost more than one check.
+    var pressuredRooms: Set<RoomID> = []
     /// The latest `now` the driver passed in (a resumed reader counts as heard then).
     var latestNow = ConduitInstant.zero
     /// No connection's vanish or join deadline and no room's peer-list flush is earlier (nil: none

@@ -61,9 +61,9 @@ struct RelayCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("threads"),
-        help: "Shards, one per core the relay uses (default 1: invitations do not cross shards yet; 'cores' for one per CPU it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory. Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
+        help: "Shards, one per core the relay uses (default 'cores': one per CPU it may run on): each runs its own rooms' state on its own actor, links are spread over them, and a room whose members sit on different shards is held together as a cluster in memory (peer lists, routing, subgroups, tracks, channels, backpressure, invitations and online status). Fewer than the CPUs it may run on: the process is also confined to that many CPUs, so that N is what it uses."
     )
-    var threads: String = "1"
+    var threads: String = "cores"
 
     @Option(
         name: .customLong("log-level"),
@@ -175,6 +175,12 @@ struct RelayService: Service {
             metadata["cluster.published"] = "\(cluster.messagesPublished)"
             metadata["cluster.received"] = "\(cluster.messagesReceived)"
             metadata["cluster.lost"] = "\(cluster.messagesLost)"
+            // The node stream (online status, invitations): what was lost beyond repair, and
+            // forwarded answers that went unanswered (their peers were refused relayUnavailable).
+            metadata["cluster.nodeLost"] = "\(cluster.nodeMessagesLost)"
+            metadata["cluster.nodeRepaired"] = "\(cluster.nodeMessagesRepaired)"
+            metadata["cluster.invitationsUnanswered"] = "\(cluster.invitationRequestsUnanswered)"
+            metadata["cluster.pressure"] = "\(cluster.remotePressureApplied)"
         }
         for (kind, count) in statistics.refusals where count > 0 { metadata["refused.\(kind)"] = "\(count)" }
         return metadata

@@ -11,8 +11,9 @@ extension RelayServer {
     /// A token admitted at one relay is refused at every other once they heard of it (a replay
     /// within NATS's delivery time of the first use can still pass at another relay).
     ///
-    /// Subgroups (their frames and session lifetime), labeled channels and data tracks span
-    /// relays too. Not across relays yet: extensions and invitations stay on one relay.
+    /// Subgroups (their frames and session lifetime), labeled channels, data tracks, extensions
+    /// and backpressure span relays too, and invitations reach peers connected to any relay of
+    /// it (online status is cluster-wide; `docs/wire-format.md`, "Relay cluster").
     ///
     /// `liveness`: how often this relay announces its members again, and after how long a silent
     /// relay's members are reported left here (a relay that died without a word).
@@ -69,6 +70,9 @@ extension RelayServer {
         guard let cluster else { return }
         while let message = machine.pollClusterMessage() {
             if !cluster.publish(message.encoded, on: RelayClusterMessage.subject(for: message.room)) { clusterPublishFailures += 1 }
+        }
+        while let message = machine.pollClusterNodeMessage() {
+            if !cluster.publish(message.encoded, on: RelayClusterNodeMessage.subject) { clusterPublishFailures += 1 }
         }
     }
 

@@ -18,8 +18,10 @@ public import ConduitRelayCore
 ///   order, and every room rule that holds across clustered relays holds across shards.
 /// - Control plane: presence (peer lists) and leaves cross shards as cluster presence; a token
 ///   joins once in the whole process (one ledger, checked at admission on every shard).
-///   Invitations, subgroups, data tracks and labeled channels cross shards only as far as they
-///   cross clustered relays (not yet): `conduit relay` stays on one shard unless told otherwise.
+///   Subgroups, data tracks, labeled channels, extensions and backpressure cross shards as they
+///   cross clustered relays, and so do invitations: online status is process-wide (each shard's
+///   node stream), an invitation lives on its inviter's shard and reaches invitees on any other.
+///   So `conduit relay` runs one shard per core by default.
 ///
 /// With one thread the group is one plain relay. With ``joinCluster(_:liveness:)`` every shard
 /// joins the NATS cluster itself instead (each one node of it), before the group listens.

@@ -17,10 +17,17 @@ extension RelayStatistics {
         ]
     }
 
+    /// Every counter of `RelayClusterStatistics` (one added there must be listed here).
     private static var clusterCounters: [WritableKeyPath<RelayClusterStatistics, Int>] {
         [
             \.messagesPublished, \.framesForwarded, \.messagesReceived, \.framesReceived, \.gaps, \.messagesLost, \.staleDropped,
-            \.malformed, \.unknownSender, \.peerConflicts, \.overLimit, \.relaysTimedOut,
+            \.malformed, \.dataLost, \.sessionsReportedLost, \.unknownSender, \.peerConflicts, \.unknownSubgroup,
+            \.unknownChannel, \.channelMismatches, \.unknownTrack, \.overLimit, \.relaysTimedOut, \.pressureAnnounced,
+            \.remotePressureApplied, \.extensionsForwarded, \.extensionsReceived, \.nodeMessagesPublished,
+            \.nodeMessagesReceived, \.nodeGaps, \.nodeMessagesResent, \.nodeMessagesRepaired, \.nodeMessagesLost,
+            \.nodeDuplicates, \.nodeMalformed, \.nodesTimedOut, \.nodesOverLimit, \.onlineOverLimit, \.invitationEventsForwarded,
+            \.invitationEventsReceived, \.invitationRequestsForwarded, \.invitationRequestsServed,
+            \.invitationRequestsUnanswered, \.invitationRepliesUnmatched, \.invitationsLostWithRelay, \.invitationProxiesEvicted
         ]
     }
 }

@@ -22,7 +22,9 @@ public struct RelayClusterMessage: Hashable, Sendable {
     public enum Body: Hashable, Sendable {
         /// The sender's complete list of the room's members connected to it, by their member
         /// numbers there (an empty list: none any more). `wantsReply`: every other relay with members in the room answers with its own.
-        case presence(members: [RoomMember], wantsReply: Bool)
+        /// `holdingBack`: a receiver there is full, so the room's senders everywhere are to wait
+        /// (the pressure state travels with every presence, so a lost `pressure` is repaired by the next one).
+        case presence(members: [RoomMember], wantsReply: Bool, holdingBack: Bool = false)
         /// A routed frame from `origin` (its member number on the sending relay), as relayed
         /// (envelope restamped from `origin`). `targetNode` 0 and `targetMember` 0: every member on
         /// every relay; otherwise the one member `targetMember` of relay `targetNode`.
@@ -41,6 +43,12 @@ public struct RelayClusterMessage: Hashable, Sendable {
         /// and the other relays' tracks its members subscribe to (by the publishing relay's
         /// numbers): the complete lists, sent after every presence and whenever one changes there.
         case tracks(published: [TrackInfo], subscribed: [RelayClusterTrackKey])
+        /// A member's room-control `extension` frame (never extension 1, the relay's own) for one
+        /// member `targetMember` of relay `targetNode`, from `origin` (its number on the sending relay).
+        case `extension`(origin: UInt16, targetNode: UInt64, targetMember: UInt16, id: UInt8, body: [UInt8])
+        /// Whether a receiver of the sending relay holds the room back now (backpressure across
+        /// relays): sent when that changes; every relay's senders in the room wait while one says so.
+        case pressure(holdingBack: Bool)
     }
 
     /// The sending relay.
@@ -75,6 +83,8 @@ public struct RelayClusterMessage: Hashable, Sendable {
     static let subgroupsKind: UInt8 = 4
     static let channelsKind: UInt8 = 5
     static let tracksKind: UInt8 = 6
+    static let extensionKind: UInt8 = 7
+    static let pressureKind: UInt8 = 8
 
     /// The NATS subject of a room's messages: `conduit.relay.room.` and the room ID's UTF-8 in hex
     /// (room IDs may hold any character; subjects may not).
@@ -99,6 +109,8 @@ public struct RelayClusterMessage: Hashable, Sendable {
         case .subgroups: bytes.append(Self.subgroupsKind)
         case .channels: bytes.append(Self.channelsKind)
         case .tracks: bytes.append(Self.tracksKind)
+        case .extension: bytes.append(Self.extensionKind)
+        case .pressure: bytes.append(Self.pressureKind)
         }
         bytes.appendBigEndian(node.rawValue)
         bytes.appendBigEndian(epoch)
@@ -107,8 +119,8 @@ public struct RelayClusterMessage: Hashable, Sendable {
         bytes.append(UInt8(roomBytes.count))
         bytes += roomBytes
         switch body {
-        case .presence(let members, let wantsReply):
-            bytes.append(wantsReply ? 1 : 0)
+        case .presence(let members, let wantsReply, let holdingBack):
+            bytes.append((wantsReply ? 1 : 0) | (holdingBack ? 2 : 0))
             bytes.appendBigEndian(UInt16(members.count))
             for member in members {
                 let peer = Array(member.peer.rawValue.utf8)
@@ -160,6 +172,14 @@ public struct RelayClusterMessage: Hashable, Sendable {
                 bytes.appendBigEndian(key.node.rawValue)
                 bytes.appendBigEndian(key.track)
             }
+        case .extension(let origin, let targetNode, let targetMember, let id, let body):
+            bytes.appendBigEndian(origin)
+            bytes.appendBigEndian(targetNode)
+            bytes.appendBigEndian(targetMember)
+            bytes.append(id)
+            bytes += body
+        case .pressure(let holdingBack):
+            bytes.append(holdingBack ? 1 : 0)
         }
         return bytes
     }
@@ -179,7 +199,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
         switch kind {
         case presenceKind:
             let flags = try reader.byte()
-            guard flags & ~1 == 0 else { throw .reservedBitsSet }
+            guard flags & ~3 == 0 else { throw .reservedBitsSet }
             let count = Int(try reader.uint64(width: 2))
             var members: [RoomMember] = []
             for _ in 0..<count {
@@ -188,7 +208,7 @@ public struct RelayClusterMessage: Hashable, Sendable {
                 guard supported <= 1 else { throw .reservedBitsSet }
                 members.append(RoomMember(member: member, peer: try reader.identifier(PeerID.self), dataSessionsSupported: supported == 1))
             }
-            body = .presence(members: members, wantsReply: flags == 1)
+            body = .presence(members: members, wantsReply: flags & 1 != 0, holdingBack: flags & 2 != 0)
         case dataKind:
             let origin = UInt16(try reader.uint64(width: 2))
             let targetNode = try reader.uint64()
@@ -242,6 +262,22 @@ public struct RelayClusterMessage: Hashable, Sendable {
                 subscribed.append(RelayClusterTrackKey(node: node, track: UInt16(try reader.uint64(width: 2))))
             }
             body = .tracks(published: published, subscribed: subscribed)
+        case extensionKind:
+            let origin = UInt16(try reader.uint64(width: 2))
+            let targetNode = try reader.uint64()
+            let targetMember = UInt16(try reader.uint64(width: 2))
+            let id = try reader.byte()
+            let content = reader.rest()
+            // Extension 1 is the relay's own (invitations): never a member's; and a member's
+            // extension goes to one member, which a room-control frame can carry.
+            guard id != InvitationExtension.id, targetNode != 0, targetMember != 0, content.count <= RoomControlFrame.maxExtensionBytes else {
+                throw .malformedControlBody("a cluster extension is for one member, not extension \(InvitationExtension.id), at most \(RoomControlFrame.maxExtensionBytes) bytes")
+            }
+            body = .extension(origin: origin, targetNode: targetNode, targetMember: targetMember, id: id, body: content)
+        case pressureKind:
+            let flags = try reader.byte()
+            guard flags & ~1 == 0 else { throw .reservedBitsSet }
+            body = .pressure(holdingBack: flags == 1)
         default:
             throw .unknownFrameKind(kind)
         }
@@ -304,7 +340,8 @@ public struct RelayClusterTrackKey: Hashable, Sendable {
     }
 }
 
-private struct ClusterReader {
+/// Reads the big-endian fields of cluster messages; every shortfall is a typed error.
+struct ClusterReader {
     let bytes: [UInt8]
     var offset = 0
 
@@ -346,7 +383,7 @@ private struct ClusterReader {
 }
 
 extension [UInt8] {
-    fileprivate mutating func appendBigEndian<Value: FixedWidthInteger>(_ value: Value) {
+    mutating func appendBigEndian<Value: FixedWidthInteger>(_ value: Value) {
         Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
     }
 }

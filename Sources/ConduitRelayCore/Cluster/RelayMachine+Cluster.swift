@@ -2,59 +2,6 @@ import DequeModule
 public import ConduitCore
 import ConduitRooms
 
-/// Counters of the relay's traffic with the rest of its cluster. Nothing NATS loses goes
-/// unnoticed: every lost message shows here (`messagesLost`), found by its sequence number.
-public struct RelayClusterStatistics: Sendable, Hashable {
-    /// Messages handed to the driver to publish, and routed frames among them.
-    public var messagesPublished = 0
-    /// Routed frames published for members on other relays.
-    public var framesForwarded = 0
-    /// Messages from other relays about rooms hosted here.
-    public var messagesReceived = 0
-    /// Routed frames from other relays handed to members here (each counted once, however many
-    /// members got it).
-    public var framesReceived = 0
-    /// Gaps found in other relays' room streams, and the messages missing in them: lost between
-    /// relays (NATS core delivers at most once). A lost presence is repaired (every relay is asked
-    /// to announce again); lost frames are reported here, not repaired.
-    public var gaps = 0
-    /// Messages missing in those gaps.
-    public var messagesLost = 0
-    /// Messages older than one already taken from the same stream (dropped).
-    public var staleDropped = 0
-    /// Messages that did not parse (dropped).
-    public var malformed = 0
-    /// Routed data messages from other relays that never arrived (found by the data count every
-    /// message carries), among `messagesLost`.
-    public var dataLost = 0
-    /// Sessions of other relays' members reported to the receivers here as having lost messages
-    /// between relays (`senderSessionEnded` with reason `lostBetweenRelays`).
-    public var sessionsReportedLost = 0
-    /// Frames from a member the relay has not heard announced (dropped).
-    public var unknownSender = 0
-    /// Announced members whose peer ID is already in the room here (two relays admitted the same
-    /// peer at once): the remote one is left out.
-    public var peerConflicts = 0
-    /// Subgroup frames from another relay for a subgroup, or from a sender not subscribed to
-    /// it, that this relay has not heard announced (dropped; the next announcement repairs it).
-    public var unknownSubgroup = 0
-    /// Labeled-channel frames from another relay for a channel, or from a sender that declared
-    /// no sending direction on it, that this relay has not heard announced (dropped).
-    public var unknownChannel = 0
-    /// Channels another relay announced with options that disagree with the channel of that
-    /// label here (two relays' first declarers disagreed): its members there are left out of it.
-    public var channelMismatches = 0
-    /// Track frames from another relay for a track it has not announced (dropped).
-    public var unknownTrack = 0
-    /// Announced members (or subgroups) left out because the room is full here.
-    public var overLimit = 0
-    /// Times another relay fell silent in a room for `RelayClusterLiveness.silenceTimeout`: its
-    /// members there were reported left.
-    public var relaysTimedOut = 0
-    /// All counters at zero.
-    public init() {}
-}
-
 extension RelayConnectionID {
     /// The connection a member connected to another relay stands on here: none. Nothing is ever
     /// queued for it (`deliver` and `sendControl` skip it).
@@ -81,6 +28,8 @@ extension RelayMachine {
         let node: RelayNodeID
         let liveness: RelayClusterLiveness
         var outbox = Deque<RelayClusterMessage>()
+        /// Its node stream and the other relays' (RelayMachine+ClusterNodeStream.swift).
+        var nodes = NodeStreamState()
         var nextEpoch: UInt32 = 1
         /// When every hosted room's presence is published again (RelayMachine+ClusterLiveness.swift).
         var nextHeartbeat: ConduitInstant
@@ -97,6 +46,8 @@ extension RelayMachine {
         guard cluster == nil else { return }
         latestNow = max(latestNow, now)
         cluster = ClusterState(node: node, liveness: liveness, nextHeartbeat: now + liveness.heartbeatInterval)
+        // Who is online here, and a request for every other relay's whole set.
+        publishWholeOnline(wantsFull: true, now: now)
         for roomID in rooms.keys.sorted() { publishPresence(roomID, wantsReply: true) }
     }
 
@@ -107,9 +58,18 @@ extension RelayMachine {
     /// in order; nil when there is none.
     public mutating func pollClusterMessage() -> RelayClusterMessage? { cluster?.outbox.popFirst() }
 
-    /// A message another relay published (as received: malformed ones are counted and dropped).
+    /// A message another relay published, on a room's subject or the node subject (as received:
+    /// malformed ones are counted and dropped).
     public mutating func handleCluster(_ bytes: [UInt8], now: ConduitInstant) {
         guard cluster != nil else { return }
+        if bytes.count > 1, RelayClusterNodeMessage.isNodeKind(bytes[1]) {
+            guard let message = try? RelayClusterNodeMessage.parse(bytes) else {
+                statistics.cluster.malformed += 1
+                statistics.cluster.nodeMalformed += 1
+                return
+            }
+            return handleClusterNode(message, now: now)
+        }
         guard let message = try? RelayClusterMessage.parse(bytes) else {
             statistics.cluster.malformed += 1
             return
@@ -126,8 +86,10 @@ extension RelayMachine {
         guard takeSequence(of: message) else { return }
         rooms[message.room]!.remoteLastHeard[message.node] = now
         switch message.body {
-        case .presence(let members, let wantsReply):
+        case .presence(let members, let wantsReply, let holdingBack):
             applyPresence(members, of: message.node, in: message.room, now: now)
+            guard rooms[message.room] != nil else { return }
+            applyPressure(holdingBack, of: message.node, in: message.room)
             if wantsReply { publishPresence(message.room, wantsReply: false) }
         case .data(let origin, let targetNode, let targetMember, let frame):
             guard targetNode == 0 || targetNode == cluster.node.rawValue else { return }
@@ -138,6 +100,11 @@ extension RelayMachine {
             applyChannels(channels, of: message.node, in: message.room)
         case .tracks(let published, let subscribed):
             applyTracks(published: published, subscribed: subscribed, of: message.node, in: message.room)
+        case .extension(let origin, let targetNode, let targetMember, let id, let body):
+            guard targetNode == cluster.node.rawValue else { return }
+            deliverClusterExtension(id, body: body, origin: RemoteMemberKey(node: message.node, member: origin), to: targetMember, in: message.room, now: now)
+        case .pressure(let holdingBack):
+            applyPressure(holdingBack, of: message.node, in: message.room)
         }
     }
 
@@ -165,7 +132,7 @@ extension RelayMachine {
         let local = room.members.filter { $0.value.origin == nil }.sorted { $0.key < $1.key }.map {
             RoomMember(member: $0.key, peer: $0.value.peer, dataSessionsSupported: $0.value.dataSessionsSupported)
         }
-        publishCluster(roomID, .presence(members: local, wantsReply: wantsReply))
+        publishCluster(roomID, .presence(members: local, wantsReply: wantsReply, holdingBack: holdsRoomBack(roomID)))
         publishSubgroups(roomID)
         publishChannels(roomID)
         publishTracks(roomID)

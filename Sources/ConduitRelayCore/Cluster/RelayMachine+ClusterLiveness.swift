@@ -17,9 +17,10 @@ public struct RelayClusterLiveness: Sendable, Hashable {
 }
 
 extension RelayMachine {
-    /// The next heartbeat, or the moment the quietest other relay of a room would be dead.
+    /// The next heartbeat (when the node stream's timeouts run too), or the moment the quietest
+    /// other relay of a room would be dead.
     func clusterDeadline() -> ConduitInstant? {
-        guard let cluster, !rooms.isEmpty else { return nil }
+        guard let cluster else { return nil }
         var deadline = cluster.nextHeartbeat
         for room in rooms.values {
             for heard in room.remoteLastHeard.values { deadline = min(deadline, heard + cluster.liveness.silenceTimeout) }
@@ -27,12 +28,14 @@ extension RelayMachine {
         return deadline
     }
 
-    /// Publishes every hosted room's presence when a heartbeat is due, and reports the members of
-    /// relays that fell silent as left.
+    /// Publishes every hosted room's presence and the node stream's heartbeat when a heartbeat is
+    /// due (with the node stream's own timeouts), and reports the members of relays that fell
+    /// silent as left.
     mutating func handleClusterTimeouts(now: ConduitInstant) {
         guard let cluster else { return }
         if now >= cluster.nextHeartbeat {
             self.cluster!.nextHeartbeat = now + cluster.liveness.heartbeatInterval
+            handleNodeTimeouts(now: now)
             for roomID in rooms.keys.sorted() { publishPresence(roomID, wantsReply: false) }
         }
         for roomID in rooms.keys.sorted() {
@@ -43,6 +46,8 @@ extension RelayMachine {
                 rooms[roomID]!.clusterInbound[node] = nil
                 rooms[roomID]!.remoteSubgroups[node] = nil
                 rooms[roomID]!.remoteChannels[node] = nil
+                // A dead relay holds nobody back.
+                applyPressure(false, of: node, in: roomID)
                 applyTracks(published: [], subscribed: [], of: node, in: roomID)
                 applyPresence([], of: node, in: roomID, now: now)
             }

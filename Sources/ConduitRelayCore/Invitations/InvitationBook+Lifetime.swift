@@ -73,6 +73,8 @@ extension InvitationBook {
         guard var invitation = open.removeValue(forKey: id) else { return }
         invitation.end = how
         invitation.data = []
+        endedSinceTaken.append(id)
+        if endedSinceTaken.count > max(1, configuration.maxOpenInvitations) { endedSinceTaken.removeFirst() }
         unindex(id, from: invitation.inviter)
         for peer in invitation.invitees { unindex(id, from: peer) }
         let remaining = openCountByInviter[invitation.inviter, default: 1] - 1

@@ -100,6 +100,10 @@ public struct InvitationBook: Sendable {
     var ids: InvitationIDGenerator
     var nextSequence: UInt64 = 0
     var outbox: [InvitationDelivery] = []
+    /// Invitations that ended since ``takeEnded()`` was last called, oldest first (at most
+    /// `maxOpenInvitations`: no more can end between two calls of a host that calls it after every
+    /// operation, as the relay does; a host that never calls it loses the oldest).
+    var endedSinceTaken = Deque<InvitationID>()
 
     /// Makes an empty book.
     /// - Parameters:
@@ -140,6 +144,13 @@ public struct InvitationBook: Sendable {
         var taken: [InvitationDelivery] = []
         swap(&taken, &outbox)
         return taken
+    }
+
+    /// The invitations that ended since the last call, in the order they ended (a clustered
+    /// relay tells the relays that forwarded their events).
+    public mutating func takeEnded() -> [InvitationID] {
+        defer { endedSinceTaken.removeAll() }
+        return Array(endedSinceTaken)
     }
 
     // MARK: - Invite

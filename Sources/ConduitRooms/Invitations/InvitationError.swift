@@ -41,6 +41,10 @@ public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertibl
         /// The peer's link to the relay is gone (or never joined): the request was not sent, or
         /// its reply will never come. Local only; the relay never sends it.
         public static let notConnected = Code(rawValue: 14)
+        /// The invitation's home is another relay of the cluster (the inviter's), and it did not
+        /// answer the forwarded request in time: the request may or may not have been applied
+        /// there; the invitation's events say which.
+        public static let relayUnavailable = Code(rawValue: 15)
 
         public var description: String {
             switch self {
@@ -58,6 +62,7 @@ public struct InvitationError: Error, Hashable, Sendable, CustomStringConvertibl
             case .customDataTooLarge: "customDataTooLarge"
             case .malformedRequest: "malformedRequest"
             case .notConnected: "notConnected"
+            case .relayUnavailable: "relayUnavailable"
             default: "code\(rawValue)"
             }
         }

@@ -7,34 +7,55 @@ import Testing
 /// Two relay machines of one cluster, their cluster messages carried in memory (as NATS would,
 /// in order, or with chosen messages lost): rooms spanning relays, sans-IO and on virtual time.
 struct ClusterHarness {
-    var relays: [RoomHarness] = [RoomHarness(), RoomHarness()]
+    var relays: [RoomHarness]
     let nodes = [RelayNodeID(0xA), RelayNodeID(0xB)]
-    /// Messages published so far, in order, and which of them were lost on the way.
+    /// Room messages published so far, in order, and which of them were lost on the way.
     var published = 0
     var lose: Set<Int> = []
+    /// Node messages (online status, invitations) published so far, and which of them were lost.
+    var publishedNode = 0
+    var loseNode: Set<Int> = []
+    /// Every node message whose body matches is lost on the way (a link that keeps losing them).
+    var loseNodeWhere: (@Sendable (RelayClusterNodeMessage) -> Bool)?
     /// Relays whose messages no longer arrive anywhere (dead without a word).
     var deadRelays: Set<Int> = []
 
-    init() {
+    init(configuration: RelayConfiguration = .init()) {
+        relays = [RoomHarness(configuration: configuration), RoomHarness(configuration: configuration)]
         for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], now: relays[index].now) }
     }
 
-    /// Carries every published message to the other relay (unless lost), and pumps, until quiet.
+    /// Carries every published message to the other relay (unless lost), and pumps, until quiet
+    /// (pumping may publish more: a receiver drained, a member left).
     mutating func carry() {
         var moved = true
         while moved {
-            moved = false
-            for from in relays.indices {
-                while let message = relays[from].relay.pollClusterMessage() {
-                    moved = true
-                    published += 1
-                    guard !lose.contains(published), !deadRelays.contains(from) else { continue }
-                    let bytes = message.encoded
-                    for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
-                }
-            }
+            moved = deliverPublished()
             for index in relays.indices { relays[index].pump() }
+            if deliverPublished() { moved = true }
         }
+    }
+
+    /// Hands every message published so far to the other relays (unless lost); true if there was one.
+    private mutating func deliverPublished() -> Bool {
+        var moved = false
+        for from in relays.indices {
+            while let message = relays[from].relay.pollClusterMessage() {
+                moved = true
+                published += 1
+                guard !lose.contains(published), !deadRelays.contains(from) else { continue }
+                let bytes = message.encoded
+                for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
+            }
+            while let message = relays[from].relay.pollClusterNodeMessage() {
+                moved = true
+                publishedNode += 1
+                guard !loseNode.contains(publishedNode), !deadRelays.contains(from), loseNodeWhere?(message) != true else { continue }
+                let bytes = message.encoded
+                for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
+            }
+        }
+        return moved
     }
 
     mutating func advance(by duration: Duration) {
@@ -45,8 +66,8 @@ struct ClusterHarness {
         }
     }
 
-    mutating func join(_ name: String, at relay: Int) {
-        relays[relay].join(name)
+    mutating func join(_ name: String, at relay: Int, room: RoomID = "room") {
+        relays[relay].join(name, room: room)
         carry()
     }
 
