@@ -3,5 +3,5 @@
 # the cooperative pool to themselves: synchronous runs of two reliability engines on one thread,
 # and a conference through a loopback relay whose real tasks must keep up with the virtual clock
 # the test advances (beside the whole suite under ThreadSanitizer it fell behind and timed out).
-heavy="PionSCTPParityTests|RelayBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
+heavy="PionSCTPParityTests|RelayBackpressureUDPTests|ShardBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests"
 simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests|ConferenceVirtualTimeTests"
