@@ -25,7 +25,7 @@ public struct CallMachine: Sendable {
     /// Counters of what the call received, delivered, sent and dropped.
     public var statistics: CallStatistics { sessions.statistics }
     /// The data sessions, both ways; also the queues of the call's control frames and events.
-    var sessions: SessionLayer<CallSessionHost>
+    package var sessions: SessionLayer<CallSessionHost>
     var localSubgroupIDs: [SubgroupName: UInt16] = [:]
     var remoteSubgroups: [UInt16: SubgroupName] = [:]
     /// Subgroups a peer may announce; past this, its frames for new ones are dropped and counted.
@@ -69,15 +69,6 @@ public struct CallMachine: Sendable {
         return .none
     }
 
-    /// The type of outbound session `key`, or nil if there is none.
-    public func outboundType(_ key: SessionKey) -> SessionType? { sessions.outboundType(key) }
-
-    /// Why outbound session `key` closed, or nil while it is open (or unknown).
-    public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { sessions.outboundCloseReason(key) }
-
-    /// How far outbound session `key` has got with what was accepted before `mark` (a flush).
-    package func flushProgress(_ key: SessionKey, since mark: OutboundFlushMark?) -> OutboundFlushProgress? { sessions.flushProgress(key, since: mark) }
-
     /// Offers one `send` to a session's queue. Sizes and state are checked here, so an oversize or
     /// closed send fails at the call instead of vanishing later.
     public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {
@@ -97,25 +88,6 @@ public struct CallMachine: Sendable {
     public mutating func makeInbound(_ key: SessionKey, expectedType: SessionType? = nil) -> DataSessionFailReason {
         sessions.makeInbound(key, expectedType: expectedType, hostIsConnected: isConnected)
     }
-
-    /// The type of inbound session `key` as announced, or nil if none was announced.
-    public func inboundType(_ key: SessionKey) -> SessionType? { sessions.inboundType(key) }
-
-    /// Whether the app made inbound session `key`.
-    public func isInboundAccepted(_ key: SessionKey) -> Bool { sessions.isInboundAccepted(key) }
-
-    /// Whether a reliable stream the app has not made an inbound session for holds
-    /// `maxPendingInboundBytes` or more: the host should stop reading its link until the app
-    /// makes or declines the session (reliable data is held, never dropped).
-    public var isHoldingBeyondLimit: Bool { sessions.isHoldingBeyondLimit }
-
-    /// Outbound session `key`'s counters and queue at `now`, or nil if there is none.
-    public func outboundStatistics(_ key: SessionKey, now: ConduitInstant) -> OutboundDataSessionStatistics? {
-        sessions.outboundStatistics(key, now: now)
-    }
-
-    /// Announced stream `key`'s counters (kept after it closes), or nil if it was never announced.
-    public func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics? { sessions.inboundStatistics(key) }
 
     /// LINE Planet `unsupportInboundDataSession`: tells the sender this side cannot handle the
     /// stream. In a 1:1 call the sender's session closes with `unsupported`.
@@ -174,22 +146,22 @@ public struct CallMachine: Sendable {
 }
 
 /// How a call's sessions are addressed and reported: frames go bare to the one peer.
-enum CallSessionHost: SessionHost {
-    typealias Event = CallEvent
+package enum CallSessionHost: SessionHost {
+    package typealias Event = CallEvent
     /// A call has one peer: a frame's sender needs no name.
-    typealias Sender = Void
-    typealias Statistics = CallStatistics
+    package typealias Sender = Void
+    package typealias Statistics = CallStatistics
 
-    static var envelopeSize: Int { 0 }
-    static func beginDataFrame(to destination: UInt16, in batch: inout DatagramBatch) {}
-    static func wrapControl(_ frame: [UInt8]) -> [UInt8] { frame }
-    static func peer(of sender: Void) -> PeerID? { nil }
-    static func incoming(_ key: SessionKey, _ type: SessionType, from sender: Void) -> CallEvent { .dataSessionIncoming(key, type) }
-    static func received(_ key: SessionKey, from sender: Void, _ delivery: InboundDelivery) -> CallEvent { .received(key, delivery) }
-    static func outboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> CallEvent { .outboundClosed(key, reason) }
-    static func inboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> CallEvent { .inboundClosed(key, reason) }
-    static func tooLongQueuedData(_ key: SessionKey, enabled: Bool) -> CallEvent { .tooLongQueuedData(key, enabled: enabled) }
-    static func sendQueueHasRoom(_ key: SessionKey) -> CallEvent { .sendQueueHasRoom(key) }
+    package static var envelopeSize: Int { 0 }
+    package static func beginDataFrame(to destination: UInt16, in batch: inout DatagramBatch) {}
+    package static func wrapControl(_ frame: [UInt8]) -> [UInt8] { frame }
+    package static func peer(of sender: Void) -> PeerID? { nil }
+    package static func incoming(_ key: SessionKey, _ type: SessionType, from sender: Void) -> CallEvent { .dataSessionIncoming(key, type) }
+    package static func received(_ key: SessionKey, from sender: Void, _ delivery: InboundDelivery) -> CallEvent { .received(key, delivery) }
+    package static func outboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> CallEvent { .outboundClosed(key, reason) }
+    package static func inboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> CallEvent { .inboundClosed(key, reason) }
+    package static func tooLongQueuedData(_ key: SessionKey, enabled: Bool) -> CallEvent { .tooLongQueuedData(key, enabled: enabled) }
+    package static func sendQueueHasRoom(_ key: SessionKey) -> CallEvent { .sendQueueHasRoom(key) }
 }
 
 extension CallStatistics: SessionStatistics {
@@ -197,3 +169,4 @@ extension CallStatistics: SessionStatistics {
     package mutating func countSenderOverLimit() {}
     package mutating func noteReassembly(_ statistics: Reassembler.Statistics) { reassembly = statistics }
 }
+extension CallMachine: SessionLayerBacked {}

@@ -61,34 +61,6 @@ extension ConferenceMachine {
 
     // MARK: Session state
 
-    /// The type of inbound session `key` as announced, or nil if none was announced.
-    public func inboundType(_ key: SessionKey) -> SessionType? { sessions.inboundType(key) }
-
-    /// Whether the app made inbound session `key`.
-    public func isInboundAccepted(_ key: SessionKey) -> Bool { sessions.isInboundAccepted(key) }
-
-    /// Whether a reliable stream the app has not made an inbound session for holds
-    /// `maxPendingInboundBytes` or more: the host should stop reading its link until the app
-    /// makes or declines the session (reliable data is held, never dropped).
-    public var isHoldingBeyondLimit: Bool { sessions.isHoldingBeyondLimit }
-
-    /// Outbound session `key`'s counters and queue at `now`, or nil if there is none.
-    public func outboundStatistics(_ key: SessionKey, now: ConduitInstant) -> OutboundDataSessionStatistics? {
-        sessions.outboundStatistics(key, now: now)
-    }
-
-    /// Announced stream `key`'s counters (kept after it closes), or nil if it was never announced.
-    public func inboundStatistics(_ key: SessionKey) -> InboundDataSessionStatistics? { sessions.inboundStatistics(key) }
-
-    /// The type of outbound session `key`, or nil if there is none.
-    public func outboundType(_ key: SessionKey) -> SessionType? { sessions.outboundType(key) }
-
-    /// Why outbound session `key` closed, or nil while it is open (or unknown).
-    public func outboundCloseReason(_ key: SessionKey) -> DataSessionCloseReason? { sessions.outboundCloseReason(key) }
-
-    /// How far outbound session `key` has got with what was accepted before `mark` (a flush).
-    package func flushProgress(_ key: SessionKey, since mark: OutboundFlushMark?) -> OutboundFlushProgress? { sessions.flushProgress(key, since: mark) }
-
     /// The longest queueing delay among the open outbound sessions (zero when every queue is
     /// empty), as `CallMachine/longestQueueingDelay(now:)`.
     public func longestQueueingDelay(now: ConduitInstant) -> Duration { sessions.longestQueueingDelay(now: now) }
@@ -97,25 +69,25 @@ extension ConferenceMachine {
 /// How a conference's sessions are addressed and reported: every frame goes to the relay in an
 /// envelope naming its destination (a member, or 0 for everyone in scope); a frame's sender is
 /// the member the relay stamped on it.
-enum ConferenceSessionHost: SessionHost {
-    typealias Event = ConferenceEvent
-    typealias Sender = PeerID
-    typealias Statistics = ConferenceStatistics
+package enum ConferenceSessionHost: SessionHost {
+    package typealias Event = ConferenceEvent
+    package typealias Sender = PeerID
+    package typealias Statistics = ConferenceStatistics
 
-    static var envelopeSize: Int { RelayEnvelope.size }
+    package static var envelopeSize: Int { RelayEnvelope.size }
 
-    static func beginDataFrame(to destination: UInt16, in batch: inout DatagramBatch) {
+    package static func beginDataFrame(to destination: UInt16, in batch: inout DatagramBatch) {
         batch.beginDatagram(prefix: (WireVersion.current << 4 | RelayFrameKind.routed.rawValue, 0, UInt8(destination >> 8), UInt8(destination & 0xFF)))
     }
 
-    static func wrapControl(_ frame: [UInt8]) -> [UInt8] { RelayEnvelope.wrap(.routed, member: 0, frame) }
-    static func peer(of sender: PeerID) -> PeerID? { sender }
-    static func incoming(_ key: SessionKey, _ type: SessionType, from sender: PeerID) -> ConferenceEvent { .dataSessionIncoming(key, type, from: sender) }
-    static func received(_ key: SessionKey, from sender: PeerID, _ delivery: InboundDelivery) -> ConferenceEvent { .received(key, from: sender, delivery) }
-    static func outboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> ConferenceEvent { .outboundClosed(key, reason) }
-    static func inboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> ConferenceEvent { .inboundClosed(key, reason) }
-    static func tooLongQueuedData(_ key: SessionKey, enabled: Bool) -> ConferenceEvent { .tooLongQueuedData(key, enabled: enabled) }
-    static func sendQueueHasRoom(_ key: SessionKey) -> ConferenceEvent { .sendQueueHasRoom(key) }
+    package static func wrapControl(_ frame: [UInt8]) -> [UInt8] { RelayEnvelope.wrap(.routed, member: 0, frame) }
+    package static func peer(of sender: PeerID) -> PeerID? { sender }
+    package static func incoming(_ key: SessionKey, _ type: SessionType, from sender: PeerID) -> ConferenceEvent { .dataSessionIncoming(key, type, from: sender) }
+    package static func received(_ key: SessionKey, from sender: PeerID, _ delivery: InboundDelivery) -> ConferenceEvent { .received(key, from: sender, delivery) }
+    package static func outboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> ConferenceEvent { .outboundClosed(key, reason) }
+    package static func inboundClosed(_ key: SessionKey, _ reason: DataSessionCloseReason) -> ConferenceEvent { .inboundClosed(key, reason) }
+    package static func tooLongQueuedData(_ key: SessionKey, enabled: Bool) -> ConferenceEvent { .tooLongQueuedData(key, enabled: enabled) }
+    package static func sendQueueHasRoom(_ key: SessionKey) -> ConferenceEvent { .sendQueueHasRoom(key) }
 }
 
 extension ConferenceStatistics: SessionStatistics {
@@ -123,3 +95,4 @@ extension ConferenceStatistics: SessionStatistics {
     /// Reassembly is per sender here; its counters are not summed.
     package mutating func noteReassembly(_ statistics: Reassembler.Statistics) {}
 }
+extension ConferenceMachine: SessionLayerBacked {}

@@ -48,7 +48,7 @@ public struct ConferenceMachine: Sendable {
     var pendingSubscriptions: Set<SubgroupName> = []
 
     /// The data sessions, both ways; also the queues of the conference's control frames and events.
-    var sessions: SessionLayer<ConferenceSessionHost>
+    package var sessions: SessionLayer<ConferenceSessionHost>
 
     var localTracks: [ChannelLabel: LocalTrack] = [:]
     var announcedTracks: [UInt16: TrackInfo] = [:]
