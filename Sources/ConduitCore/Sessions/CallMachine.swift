@@ -48,6 +48,11 @@ public struct CallMachine: Sendable {
     /// Whether the call ended (its sessions ended with it).
     public var isEnded: Bool { sessions.isEnded }
 
+    /// Whether a reliable stream the app has not made an inbound session for holds
+    /// `maxPendingInboundBytes` or more: a driver stops reading its link until the app makes or
+    /// declines the session (reliable data is held, never dropped).
+    public var isHoldingBeyondLimit: Bool { sessions.isHoldingBeyondLimit }
+
     /// The next event for the driver, or nil when there is none.
     public mutating func pollEvent() -> CallEvent? { sessions.events.popFirst() }
 

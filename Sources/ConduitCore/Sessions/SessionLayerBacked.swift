@@ -22,11 +22,6 @@ extension SessionLayerBacked {
     /// Whether the app made inbound session `key`.
     package func isInboundAccepted(_ key: SessionKey) -> Bool { sessions.isInboundAccepted(key) }
 
-    /// Whether a reliable stream the app has not made an inbound session for holds
-    /// `maxPendingInboundBytes` or more: the host should stop reading its link until the app
-    /// makes or declines the session (reliable data is held, never dropped).
-    package var isHoldingBeyondLimit: Bool { sessions.isHoldingBeyondLimit }
-
     /// Outbound session `key`'s counters and queue at `now`, or nil if there is none.
     package func outboundStatistics(_ key: SessionKey, now: ConduitInstant) -> OutboundDataSessionStatistics? {
         sessions.outboundStatistics(key, now: now)

@@ -88,6 +88,11 @@ public struct ConferenceMachine: Sendable {
     /// Whether the conference ended (left, refused, disconnected); its sessions ended with it.
     public var isEnded: Bool { sessions.isEnded }
 
+    /// Whether a reliable stream the app has not made an inbound session for holds
+    /// `maxPendingInboundBytes` or more: a driver stops reading its link until the app makes or
+    /// declines the session (reliable data is held, never dropped).
+    public var isHoldingBeyondLimit: Bool { sessions.isHoldingBeyondLimit }
+
     /// This side's member number once joined.
     public var localMember: UInt16? { joinedMember }
 
