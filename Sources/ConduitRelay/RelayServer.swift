@@ -66,6 +66,8 @@ public actor RelayServer {
     /// The token IDs every shard of this process has admitted, when it is one of a
     /// ``RelayShardGroup``'s shards: a replay is refused at once on every shard.
     let sharedTokens: RelaySharedTokenLedger?
+    /// Times a read waited for the other shards to take their backlog (RelayInProcessBus.swift).
+    package private(set) var clusterBusWaits = 0
     /// Messages for the cluster the NATS client refused (the other relays count them as lost too).
     public internal(set) var clusterPublishFailures = 0
     /// Token uses announced to and heard from the cluster (RelayClusterTokens.swift).
@@ -234,22 +236,36 @@ public actor RelayServer {
         ]
     }
 
+    /// How many frames of one read a clustered relay hands its machine before it checks that the
+    /// bus has room again.
+    static let clusterReadPart = 32
+
     private func readLoop(_ id: RelayConnectionID, _ link: any TransportLink) async {
         while true {
             await waitUntilReadable(id)
+            // What this read publishes to the other shards must not pile up beyond a bound there.
+            await waitForClusterRoom()
             let batch: DatagramBatch?
             do { batch = try await link.read() } catch { batch = nil }
             guard let batch else { break }
             // A read may hold many frames: the machine takes them until a receiver fills, and
-            // the rest waits here until the room has drained.
+            // the rest waits here until the room has drained. In a cluster, a part at a time,
+            // each after the bus has room (RelayInProcessBus.swift says why).
             var next = 0
             while links[id] != nil {
-                next = ingest(id, batch, from: next)
+                let end = cluster == nil ? batch.count : min(batch.count, next + Self.clusterReadPart)
+                next = ingest(id, batch, from: next, to: end)
                 guard next < batch.count else { break }
                 await waitForResume(id)
+                await waitForClusterRoom()
             }
         }
         linkEnded(id)
+    }
+
+    private func waitForClusterRoom() async {
+        guard let cluster, await cluster.waitForRoom() else { return }
+        clusterBusWaits += 1
     }
 
     /// Returns at once unless the machine holds this sender back; then when it lets it go (or
@@ -271,9 +287,9 @@ public actor RelayServer {
     }
 
     /// Hands `batch` from `start` to the machine; returns where it stopped (see `RelayMachine.handle(_:batch:from:now:)`).
-    private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch, from start: Int) -> Int {
+    private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch, from start: Int, to end: Int) -> Int {
         guard links[id] != nil else { return batch.count }
-        let next = machine.handle(id, batch: batch, from: start, now: now())
+        let next = machine.handle(id, batch: batch, from: start, to: end, now: now())
         runActions()
         return next
     }

@@ -183,10 +183,13 @@ public struct RelayMachine: Sendable {
     /// sender's room fills (backpressure, see ``mayRead(_:now:)``): returns the index of the first
     /// datagram not taken, `batch.count` when all were. The driver keeps the rest and hands it in
     /// again from that index after `.resumeReading(id)`, so one large read cannot push every
-    /// receiver past its cap at once.
-    public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, from start: Int, now: ConduitInstant) -> Int {
+    /// receiver past its cap at once. `end` (at most `batch.count`) stops it earlier: a driver
+    /// whose frames cross to other relays or shards hands a large read in parts, so that what
+    /// they receive before this relay hears of their pressure stays bounded.
+    public mutating func handle(_ id: RelayConnectionID, batch: DatagramBatch, from start: Int, to end: Int? = nil, now: ConduitInstant) -> Int {
+        let end = min(end ?? batch.count, batch.count)
         var index = start
-        while index < batch.count {
+        while index < end {
             batch.withDatagram(index) { handle(id, datagram: $0, now: now) }
             index += 1
             if index < batch.count, !mayRead(id, now: now) { break }

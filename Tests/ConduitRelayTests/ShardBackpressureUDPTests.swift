@@ -8,9 +8,12 @@ import Testing
 /// sender (rate cap off) on shard 0, ten receivers on shard 1. The receivers' queues are on the
 /// other shard, so only its `pressure` can slow the sender. The queues are kept small (16 KiB
 /// high-water mark, 256 KiB cap) so that pressure crosses shards many times in a run (printed).
-/// Whether a relay without it would isolate receivers here depends on which side is faster on the
-/// machine (on a 2-core debug build the sender is the slower: it did not); the sans-IO
-/// ClusterPressureTests are the ones that fail without it.
+/// Pressure alone came too late under load: what the sending shard had already published (a
+/// backlog in the bus, a whole read of the sender's link) reached the receivers past their cap, and
+/// a CI run isolated all ten at message 1,744. The in-process bus's flow control (a shard reads no
+/// link while another is `backlogLimit` messages behind, a read handed over 32 frames at a time)
+/// bounds that; InProcessBusFlowControlTests checks it deterministically, and the sans-IO
+/// ClusterPressureTests are the ones that fail without pressure.
 @Suite("Backpressure across the shards of one relay", .serialized, .timeLimit(.minutes(5)))
 struct ShardBackpressureUDPTests {
     @Test("1 sender on one shard to 10 receivers on the other, 1 KiB reliable, cap off: all of it, once, in order; nobody isolated")
@@ -68,7 +71,8 @@ struct ShardBackpressureUDPTests {
         let sendingShard = await group.shards[0].statistics
         print("""
             shards under load: 1 → \(receivers) on the other shard × \(messages) × 1 KiB; pressure announced \(statistics.cluster.pressureAnnounced) times, \
-            applied \(sendingShard.cluster.remotePressureApplied), sender paused \(sendingShard.sendersPaused) times, \(statistics.laggingReceivers) lagging
+            applied \(sendingShard.cluster.remotePressureApplied), sender paused \(sendingShard.sendersPaused) times, reads waited for the bus \
+            \(await group.shards[0].clusterBusWaits) times, \(statistics.laggingReceivers) lagging
             """)
         try await sender.leave(timeout: .seconds(30))
         for (conference, log) in listening {

@@ -23,6 +23,16 @@ protocol RelayClusterBus: Sendable {
     /// Messages dropped on arrival because this member did not read them fast enough.
     var dropped: Int { get }
 
+    /// Returns once the bus can take more from this member: the relay waits here before reading
+    /// a link, so that what it publishes cannot run ahead of the others' reading without bound.
+    /// True if it had to wait.
+    func waitForRoom() async -> Bool
+
     /// Lets what was published go out (bounded), then stops delivering.
     func close() async
+}
+
+extension RelayClusterBus {
+    /// NATS buffers and drops (counted) on its own: nothing to wait for.
+    func waitForRoom() async -> Bool { false }
 }

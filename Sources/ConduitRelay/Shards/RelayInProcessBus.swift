@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitRelayCore
 
 /// The cluster bus between the shards of one relay process (``RelayShardGroup``): what a shard
 /// publishes is appended to every other shard's inbox, in memory, no NATS and no library. One
@@ -7,14 +8,35 @@ import ConduitCore
 /// Each inbox holds at most `capacity` messages; beyond that a message is dropped on arrival and
 /// counted (``RelayClusterBus/dropped``), and the receiving machine counts the gap it leaves, as
 /// with NATS. Nothing waits on a lock but for the append or the take of a batch.
+///
+/// Flow control: a shard reads no link while another shard has `backlogLimit` or more of its
+/// messages still to take (``RelayClusterBus/waitForRoom()``), as a socket's full send buffer
+/// would stop it. A receiver's relay announces pressure once its queue is above the high-water
+/// mark, but what was already published reaches it anyway: bounding the backlog keeps that
+/// (plus one read) within the receiver's cap, so a fast sender on one shard is slowed, not its
+/// receivers on another isolated.
 final class RelayInProcessBus: Sendable {
     /// The shards' inboxes, by shard index.
     private let inboxes: [Inbox]
 
-    /// A bus for `members` shards; each inbox holds at most `capacity` undelivered messages.
-    init(members: Int, capacity: Int = 65_536) {
-        inboxes = (0..<members).map { _ in Inbox(capacity: capacity) }
+    /// A bus for `members` shards; each inbox holds at most `capacity` undelivered messages, and a
+    /// shard waits for room before reading links while another's holds `backlogLimit` or more.
+    init(members: Int, capacity: Int = 65_536, backlogLimit: Int = 1_024) {
+        inboxes = (0..<members).map { _ in Inbox(capacity: capacity, backlogLimit: max(1, backlogLimit)) }
     }
+
+    /// The backlog limit for shards with `configuration`: what may be in flight to a receiver's
+    /// shard after it announced pressure (the backlog, plus a part of a read on each side of the
+    /// check: `RelayServer.clusterReadPart`) stays within a third of the room between its
+    /// high-water mark and its cap, in messages of at most a datagram (1,200 bytes); at least 16,
+    /// at most 4,096.
+    static func backlogLimit(for configuration: RelayConfiguration) -> Int {
+        let headroom = max(0, configuration.maxQueuedBytesPerReceiver - configuration.receiverHighWater)
+        return min(4_096, max(16, headroom / 3 / 1_200))
+    }
+
+    /// Publishers waiting for room in shard `index`'s inbox (for tests).
+    func waitingPublishers(on index: Int) -> Int { inboxes[index].waitingPublishers }
 
     /// Shard `index`'s side of the bus.
     func endpoint(_ index: Int) -> Endpoint { Endpoint(bus: self, index: index) }
@@ -38,6 +60,14 @@ final class RelayInProcessBus: Sendable {
 
         var dropped: Int { bus.inboxes[index].dropped }
 
+        func waitForRoom() async -> Bool {
+            var waited = false
+            for (other, inbox) in bus.inboxes.enumerated() where other != index {
+                if await inbox.waitForRoom() { waited = true }
+            }
+            return waited
+        }
+
         func close() async { bus.inboxes[index].close() }
     }
 
@@ -46,16 +76,39 @@ final class RelayInProcessBus: Sendable {
         private struct State {
             var pending: [RelayClusterInbound] = []
             var waiter: CheckedContinuation<[RelayClusterInbound]?, Never>?
+            /// Publishers waiting for the backlog to fall under the limit.
+            var roomWaiters: [CheckedContinuation<Void, Never>] = []
             var closed = false
             var dropped = 0
         }
 
         private let state = TSanVisibleMutex(State())
         private let capacity: Int
+        private let backlogLimit: Int
 
-        init(capacity: Int) { self.capacity = capacity }
+        init(capacity: Int, backlogLimit: Int) {
+            self.capacity = capacity
+            self.backlogLimit = backlogLimit
+        }
+
+        /// Returns once fewer than the backlog limit of messages wait here (or the inbox closed);
+        /// true if it had to wait.
+        func waitForRoom() async -> Bool {
+            guard state.withLock({ $0.pending.count >= backlogLimit && !$0.closed }) else { return false }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    guard state.pending.count >= backlogLimit, !state.closed else { return true }
+                    state.roomWaiters.append(continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+            return true
+        }
 
         var isClosed: Bool { state.withLock { $0.closed } }
+        /// Publishers waiting for room (for tests).
+        var waitingPublishers: Int { state.withLock { $0.roomWaiters.count } }
         var dropped: Int { state.withLock { $0.dropped } }
 
         /// Appends `message`, or hands it straight to the waiting reader; drops it (counted) when
@@ -80,28 +133,34 @@ final class RelayInProcessBus: Sendable {
         /// Everything pending, waiting for at least one message; nil once closed.
         func nextBatch() async -> [RelayClusterInbound]? {
             await withCheckedContinuation { (continuation: CheckedContinuation<[RelayClusterInbound]?, Never>) in
-                let ready = state.withLock { state -> [RelayClusterInbound]?? in
+                let (ready, publishers) = state.withLock { state -> ([RelayClusterInbound]??, [CheckedContinuation<Void, Never>]) in
                     if !state.pending.isEmpty {
                         let batch = state.pending
                         state.pending = []
-                        return .some(batch)
+                        defer { state.roomWaiters = [] }
+                        return (.some(batch), state.roomWaiters)
                     }
-                    if state.closed { return .some(nil) }
+                    if state.closed { return (.some(nil), []) }
                     state.waiter = continuation
-                    return .none
+                    return (.none, [])
                 }
+                for publisher in publishers { publisher.resume() }
                 if let ready { continuation.resume(returning: ready) }
             }
         }
 
         /// Stops delivering: the waiting reader gets nil, later messages are ignored.
         func close() {
-            let waiter = state.withLock { state -> CheckedContinuation<[RelayClusterInbound]?, Never>? in
+            let (waiter, publishers) = state.withLock { state -> (CheckedContinuation<[RelayClusterInbound]?, Never>?, [CheckedContinuation<Void, Never>]) in
                 state.closed = true
                 state.pending.removeAll()
-                defer { state.waiter = nil }
-                return state.waiter
+                defer {
+                    state.waiter = nil
+                    state.roomWaiters = []
+                }
+                return (state.waiter, state.roomWaiters)
             }
+            for publisher in publishers { publisher.resume() }
             waiter?.resume(returning: nil)
         }
     }

@@ -31,6 +31,7 @@ public actor RelayShardGroup {
     private let registry: TransportRegistry
     private let clock: any ConduitClock
     private let liveness: RelayClusterLiveness
+    private let configuration: RelayConfiguration
     private var bus: RelayInProcessBus?
     private var clustered = false
     private var listeners: [any TransportListener] = []
@@ -76,6 +77,7 @@ public actor RelayShardGroup {
         self.registry = registry
         self.clock = clock
         self.liveness = liveness
+        self.configuration = configuration
     }
 
     /// Starts listening on `url` and returns the bound address; its links are spread over the shards.
@@ -119,7 +121,7 @@ public actor RelayShardGroup {
     /// The shards of a group of more than one, each a node of one in-process cluster.
     private func joinInProcessBusIfNeeded() async {
         guard shards.count > 1, !clustered, bus == nil else { return }
-        let bus = RelayInProcessBus(members: shards.count)
+        let bus = RelayInProcessBus(members: shards.count, backlogLimit: RelayInProcessBus.backlogLimit(for: configuration))
         self.bus = bus
         for (index, shard) in shards.enumerated() {
             await shard.join(bus.endpoint(index), as: RelayNodeID(UInt64(index + 1)), liveness: liveness)
