@@ -158,6 +158,7 @@ package struct BenchShardedRoom: Sendable {
         // Whatever happens, the readers end by the deadline: their links close under them.
         let watchdog = Task {
             guard (try? await Task.sleep(until: deadline)) != nil else { return }
+            progress.release()
             for member in members { await member.close() }
         }
         var tallies: [SyntheticRoomReader.Tally] = []
