@@ -133,13 +133,12 @@ extension RelayMachine {
         }
         let id = receiver.connection
         // One dictionary access for the whole enqueue: this runs once per receiver per frame.
-        let outcome = connections[id]!.enqueue(frame, tag: tag, now: now, configuration: configuration)
-        switch outcome {
-        case .queued(let signal):
+        switch connections[id]!.enqueue(frame, tag: tag, now: now, configuration: configuration) {
+        case .queued(let signal, let becameFull):
             statistics.framesRelayed += 1
             statistics.bytesRelayed += frame.count
             if signal { actions.append(.transmit(id)) }
-            noteQueued(id, now: now)
+            if becameFull { fullReceivers.insert(id) }
         case .droppedUnreliable:
             statistics.unreliableDropped += 1
         case .slow:
@@ -149,35 +148,7 @@ extension RelayMachine {
 
 }
 
-extension RelayMachine.Connection {
-    /// (A mutating method called through `connections[id]!` mutates in place; passing
-    /// `&connections[id]!` as an inout argument would copy the queues out and back.)
-    package mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> RelayMachine.EnqueueOutcome {
-        let queued = outboxBytes
-        let reliable = tag.delivery.isFullyReliable
-        if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
-            unreliableDropped += 1
-            return .droppedUnreliable
-        }
-        if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
-        outbox.append(frame)
-        queuedAt.append(now)
-        tags.append(tag)
-        outboxBytes += frame.count
-        let signal = !transmitSignalled
-        transmitSignalled = true
-        return .queued(signal: signal)
-    }
-}
-
 extension RelayMachine {
-    enum EnqueueOutcome {
-        /// Queued; `signal` if the driver must now be told to write this connection.
-        case queued(signal: Bool)
-        case droppedUnreliable
-        case slow
-    }
-
     /// Unreliable frames dropped for one receiver.
     public func unreliableDropped(for id: RelayConnectionID) -> Int { connections[id]?.unreliableDropped ?? 0 }
 }

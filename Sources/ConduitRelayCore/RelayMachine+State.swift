@@ -30,6 +30,67 @@ extension RelayMachine {
         var fullSince: ConduitInstant?
         /// Above the mark for `laggingAfter`: no longer holds the room's senders back.
         var lagging = false
+
+        /// Queues `frame` under the receiver's caps (see `RelayMachine.deliver`). Called as
+        /// `connections[id]!.enqueue(…)`: a mutating method called that way mutates in place
+        /// (passing `&connections[id]!` as an inout argument would copy the queues out and back).
+        mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> EnqueueOutcome {
+            let queued = outboxBytes
+            let reliable = tag.delivery.isFullyReliable
+            if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
+                unreliableDropped += 1
+                return .droppedUnreliable
+            }
+            if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
+            outbox.append(frame)
+            queuedAt.append(now)
+            tags.append(tag)
+            outboxBytes += frame.count
+            let signal = !transmitSignalled
+            transmitSignalled = true
+            // Above the high-water mark: noted here, while the connection is at hand.
+            let becameFull = fullSince == nil && outboxBytes > configuration.receiverHighWater
+            if becameFull { fullSince = now }
+            return .queued(signal: signal, becameFull: becameFull)
+        }
+
+        /// Moves queued frames, oldest first, into `batch` while they fit in `maxBytes` (at least
+        /// one); with `now`, a data-track frame's remaining lifetime is reduced by the time it was
+        /// held here, and one whose lifetime ran out is dropped. Returns the frames moved and dropped.
+        mutating func drain(into batch: inout DatagramBatch, maxBytes: Int, now: ConduitInstant?) -> (moved: Int, expired: Int) {
+            var moved = 0
+            var expired = 0
+            while let frame = outbox.first, batch.isEmpty || batch.byteCount + frame.count <= maxBytes {
+                let heldSince = queuedAt.removeFirst()
+                let tag = tags.removeFirst()
+                outbox.removeFirst()
+                outboxBytes -= frame.count
+                if let now, let lifetime = TrackFrameHeader.remainingLifetime(frame) {
+                    let held = (now - heldSince).nanosecondsClamped / 1_000_000
+                    guard held < Int64(lifetime) else {
+                        expired += 1
+                        continue
+                    }
+                    var patched = frame
+                    TrackFrameHeader.setRemainingLifetime(&patched, milliseconds: lifetime - UInt32(held))
+                    batch.append(patched, tag: tag.withRemainingLifetime(milliseconds: lifetime - UInt32(held)))
+                } else {
+                    batch.append(frame, tag: tag)
+                }
+                moved += 1
+            }
+            if outbox.isEmpty { transmitSignalled = false }
+            return (moved, expired)
+        }
+    }
+
+    /// Where a frame queued for a receiver left its queue (see ``Connection/enqueue(_:tag:now:configuration:)``).
+    enum EnqueueOutcome {
+        /// Queued; `signal` if the driver must now be told to write this connection, `becameFull`
+        /// if the queue just went above the high-water mark.
+        case queued(signal: Bool, becameFull: Bool)
+        case droppedUnreliable
+        case slow
     }
 
     struct Member: Sendable {
@@ -100,6 +161,18 @@ extension RelayMachine {
         var remoteTracks: [RelayNodeID: [UInt16: UInt16]] = [:]
         /// A tracks message of this relay listed something for the room: it keeps announcing them.
         var tracksAnnounced = false
+
+        /// Numbers the room's next cluster message: the room's stream starts an epoch (taken from
+        /// `nextEpoch`) with its first message; returns the message's epoch, sequence and data count.
+        mutating func stampClusterMessage(isData: Bool, nextEpoch: inout UInt32) -> (epoch: UInt32, sequence: UInt64, dataCount: UInt64) {
+            if clusterEpoch == 0 {
+                clusterEpoch = nextEpoch
+                nextEpoch &+= 1
+            }
+            clusterSequence += 1
+            if isData { clusterDataCount += 1 }
+            return (clusterEpoch, clusterSequence, clusterDataCount)
+        }
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

@@ -144,16 +144,12 @@ extension RelayMachine {
     // MARK: Publishing
 
     mutating func publishCluster(_ roomID: RoomID, _ body: RelayClusterMessage.Body) {
-        guard let node = cluster?.node, rooms[roomID] != nil else { return }
-        if rooms[roomID]!.clusterEpoch == 0 {
-            rooms[roomID]!.clusterEpoch = cluster!.nextEpoch
-            cluster!.nextEpoch &+= 1
-        }
-        rooms[roomID]!.clusterSequence += 1
-        if case .data = body { rooms[roomID]!.clusterDataCount += 1 }
-        let message = RelayClusterMessage(
-            node: node, room: roomID, epoch: rooms[roomID]!.clusterEpoch, sequence: rooms[roomID]!.clusterSequence,
-            dataCount: rooms[roomID]!.clusterDataCount, body: body)
+        guard let node = cluster?.node else { return }
+        var isData = false
+        if case .data = body { isData = true }
+        // The room is looked up (its ID hashed) once: this runs for every frame that crosses.
+        guard let stamp = rooms[roomID]?.stampClusterMessage(isData: isData, nextEpoch: &cluster!.nextEpoch) else { return }
+        let message = RelayClusterMessage(node: node, room: roomID, epoch: stamp.epoch, sequence: stamp.sequence, dataCount: stamp.dataCount, body: body)
         cluster!.outbox.append(message)
         statistics.cluster.messagesPublished += 1
     }
@@ -270,9 +266,16 @@ extension RelayMachine {
                 return refuseFrame(.unknownDestination)
             }
             deliverCrossing(restamped, tag: tag, to: [target], in: roomID, now: now)
+        } else if subgroupID == 0 {
+            // The whole room, as a local sender's frame reaches it (`handleRouted`): no list of
+            // member numbers made and sorted per frame (the sender, of another relay, is skipped
+            // by `deliver`).
+            statistics.cluster.framesReceived += 1
+            var slow: [RelayConnectionID] = []
+            for (_, receiver) in rooms[roomID]!.members { deliver(restamped, tag: tag, to: receiver, slow: &slow, now: now) }
+            isolate(slow, now: now)
         } else {
-            let receivers = subgroupID == 0 ? rooms[roomID]!.members.keys.sorted() : rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted()
-            deliverCrossing(restamped, tag: tag, to: receivers, in: roomID, now: now)
+            deliverCrossing(restamped, tag: tag, to: rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted(), in: roomID, now: now)
         }
     }
 }
