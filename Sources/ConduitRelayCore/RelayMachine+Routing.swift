@@ -81,9 +81,7 @@ extension RelayMachine {
         if to != 0 {
             deliver(frame, tag: tag, to: rooms[roomID]!.members[to]!, slow: &slow, now: now)
         } else if subgroupID == 0 {
-            for (number, receiver) in rooms[roomID]!.members where number != member {
-                deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
-            }
+            deliverToRoom(frame, tag: tag, in: roomID, except: member, slow: &slow, now: now)
         } else {
             for number in rooms[roomID]!.subgroups[subgroupID]!.subscribers where number != member {
                 guard let receiver = rooms[roomID]!.members[number] else { continue }
@@ -131,9 +129,34 @@ extension RelayMachine {
             statistics.droppedUnsupported += 1
             return
         }
-        let id = receiver.connection
-        // One dictionary access for the whole enqueue: this runs once per receiver per frame.
-        switch connections[id]!.enqueue(frame, tag: tag, now: now, configuration: configuration) {
+        queue(frame, tag: tag, for: receiver.connection, slow: &slow, now: now)
+    }
+
+    /// Queues `frame` for every member connected here that may receive, but `sender`: a frame
+    /// to the whole main room. The room's list of those receivers is kept between frames (see
+    /// `Room.localReceivers()`), so no member is copied out of the table per frame (iterating the
+    /// members did, retaining and releasing each one's sets) and the other relays' (or shards')
+    /// members, which get the frame through the cluster, are not passed over one by one.
+    mutating func deliverToRoom(_ frame: [UInt8], tag: FrameTag, in roomID: RoomID, except sender: UInt16, slow: inout [RelayConnectionID], now: ConduitInstant) {
+        // Through the room's index: `rooms[roomID]!.localReceivers()` moved the room out of the
+        // table and back, copying it, for every frame.
+        guard let room = rooms.index(forKey: roomID) else { return }
+        for receiver in rooms.values[room].localReceivers() where receiver.member != sender {
+            if receiver.hasUnsupported, rooms[roomID]!.members[receiver.member]?.unsupported.contains(tag.channel) == true {
+                statistics.droppedUnsupported += 1
+                continue
+            }
+            queue(frame, tag: tag, for: receiver.connection, slow: &slow, now: now)
+        }
+    }
+
+    /// Queues `frame` for connection `id` under its caps (see ``deliver(_:tag:to:slow:now:)``).
+    mutating func queue(_ frame: [UInt8], tag: FrameTag, for id: RelayConnectionID, slow: inout [RelayConnectionID], now: ConduitInstant) {
+        // One lookup, then the entry changed in place through its index: this runs once per
+        // receiver per frame, and `connections[id]!.enqueue(…)` copied the connection (its
+        // queues retained and released) out of the table and back.
+        guard let index = connections.index(forKey: id) else { return }
+        switch connections.values[index].enqueue(frame, tag: tag, now: now, configuration: configuration) {
         case .queued(let signal, let becameFull):
             statistics.framesRelayed += 1
             statistics.bytesRelayed += frame.count

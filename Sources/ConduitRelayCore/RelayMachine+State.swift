@@ -32,8 +32,7 @@ extension RelayMachine {
         var lagging = false
 
         /// Queues `frame` under the receiver's caps (see `RelayMachine.deliver`). Called as
-        /// `connections[id]!.enqueue(…)`: a mutating method called that way mutates in place
-        /// (passing `&connections[id]!` as an inout argument would copy the queues out and back).
+        /// `connections.values[index].enqueue(…)`: through the index the entry is changed in place.
         mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> EnqueueOutcome {
             let queued = outboxBytes
             let reliable = tag.delivery.isFullyReliable
@@ -128,8 +127,21 @@ extension RelayMachine {
         var directions: [UInt16: ChannelDeclaration.Direction]
     }
 
+    /// A member connected here that may receive: what a frame to the whole room is queued for.
+    struct LocalReceiver: Sendable {
+        let member: UInt16
+        let connection: RelayConnectionID
+        /// The member declared some stream unsupported (its set is then looked up per frame).
+        let hasUnsupported: Bool
+    }
+
     struct Room: Sendable {
-        var members: [UInt16: Member] = [:]
+        var members: [UInt16: Member] = [:] {
+            // Any change may change who receives: the list is made again when next needed.
+            didSet { receivers = nil }
+        }
+        /// `localReceivers()`, while `members` has not changed since it was made.
+        private var receivers: [LocalReceiver]?
         var channels: [UInt16: Channel] = [:]
         var channelIDs: [ChannelLabel: UInt16] = [:]
         var nextChannelID: UInt16 = 1
@@ -161,6 +173,18 @@ extension RelayMachine {
         var remoteTracks: [RelayNodeID: [UInt16: UInt16]] = [:]
         /// A tracks message of this relay listed something for the room: it keeps announcing them.
         var tracksAnnounced = false
+
+        /// The members connected here (not to another relay or shard) that may receive, in
+        /// member order: made from `members` after each change, then kept, so a frame to the whole
+        /// room costs a walk over a small array of plain values.
+        mutating func localReceivers() -> [LocalReceiver] {
+            if let receivers { return receivers }
+            let made = members.filter { $0.value.origin == nil && $0.value.grant.canSubscribe }.sorted { $0.key < $1.key }.map {
+                LocalReceiver(member: $0.key, connection: $0.value.connection, hasUnsupported: !$0.value.unsupported.isEmpty)
+            }
+            receivers = made
+            return made
+        }
 
         /// Numbers the room's next cluster message: the room's stream starts an epoch (taken from
         /// `nextEpoch`) with its first message; returns the message's epoch, sequence and data count.
