@@ -64,6 +64,9 @@ package struct BenchShardedRoomReport: Sendable, Codable, Hashable {
         package var cpuMicrosPerForwardedMessage: BenchSpread
         /// Median forwarded messages/s over the first thread count's median (1 for the first).
         package var ratioToFirst: Double
+        /// Each round's run over the first thread count's run of the same round (they ran one
+        /// after the other, so a change in the machine's load touches both): median and min-max.
+        package var ratioToFirstPerRound: BenchSpread?
     }
 
     /// Every run complete.
@@ -73,6 +76,7 @@ package struct BenchShardedRoomReport: Sendable, Codable, Hashable {
     package mutating func summarize(threads: [Int]) {
         byThreads = []
         var first: Double?
+        let firstRuns = runs.filter { $0.threads == threads.first }
         for count in threads {
             let mine = runs.filter { $0.threads == count }
             guard let rate = BenchSpread(mine.map(\.forwardedMessagesPerSecond)),
@@ -80,8 +84,12 @@ package struct BenchShardedRoomReport: Sendable, Codable, Hashable {
             else { continue }
             let baseline = first ?? rate.median
             first = baseline
+            // The runs of one round are the same index in each thread count's list.
+            let perRound = zip(mine, firstRuns).compactMap { run, reference in
+                reference.forwardedMessagesPerSecond > 0 ? run.forwardedMessagesPerSecond / reference.forwardedMessagesPerSecond : nil
+            }
             byThreads.append(Summary(threads: count, runs: mine.count, forwardedMessagesPerSecond: rate, cpuMicrosPerForwardedMessage: cpu,
-                                     ratioToFirst: baseline > 0 ? rate.median / baseline : 0))
+                                     ratioToFirst: baseline > 0 ? rate.median / baseline : 0, ratioToFirstPerRound: BenchSpread(perRound)))
         }
     }
 }

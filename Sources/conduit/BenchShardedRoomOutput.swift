@@ -36,9 +36,10 @@ extension BenchRoomOptions {
             for summary in report.byThreads {
                 let rate = summary.forwardedMessagesPerSecond
                 let cpu = summary.cpuMicrosPerForwardedMessage
+                let rounds = summary.ratioToFirstPerRound.map { String(format: " (per round %.2f–%.2f×)", $0.min, $0.max) } ?? ""
                 print(String(
-                    format: "relay threads %d: %.0f forwarded messages/s median (%.0f–%.0f, %d runs), %.2f× the first; process CPU %.2f µs per forwarded message (%.2f–%.2f)",
-                    summary.threads, rate.median, rate.min, rate.max, summary.runs, summary.ratioToFirst, cpu.median, cpu.min, cpu.max))
+                    format: "relay threads %d: %.0f forwarded messages/s median (%.0f–%.0f, %d runs), %.2f× the first%@; process CPU %.2f µs per forwarded message (%.2f–%.2f)",
+                    summary.threads, rate.median, rate.min, rate.max, summary.runs, summary.ratioToFirst, rounds, cpu.median, cpu.min, cpu.max))
             }
         }
         guard report.isComplete else {

@@ -39,6 +39,7 @@ struct BenchShardedRoomTests {
         #expect(report.runs[1].crossShardFrames >= 3 * 400)
         #expect(report.byThreads.map(\.threads) == [1, 2])
         #expect(report.byThreads.first?.ratioToFirst == 1)
+        #expect(report.byThreads.first?.ratioToFirstPerRound == BenchSpread(median: 1, min: 1, max: 1))
         #expect(report.isComplete)
     }
 
