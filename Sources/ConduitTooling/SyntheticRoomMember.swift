@@ -69,11 +69,12 @@ final class SyntheticRoomMember: Sendable {
     func send(_ batches: [DatagramBatch], closing: DatagramBatch, sender: Int, progress: SyntheticRoomProgress, window: Int, until deadline: ContinuousClock.Instant) async throws(ConduitError) {
         var written = 0
         for batch in batches {
-            if written - progress.slowest(sender: sender) > window {
-                await progress.wait(sender: sender, untilSlowestReaches: written - window / 2)
+            // A loop: a receiver may resume a sender that parked again since it looked.
+            while written - progress.slowest(sender: sender) > window {
                 guard ContinuousClock.now < deadline else {
                     throw ConduitError(.timedOut, "\(peer): receivers took \(progress.slowest(sender: sender)) of \(written) messages before the deadline")
                 }
+                await progress.wait(sender: sender, untilSlowestReaches: written - window / 2)
             }
             try await link.write(batch)
             // (The first batch also holds the session's open: counted as a message, one too many.)

@@ -36,6 +36,8 @@ package final class SyntheticRoomProgress: Sendable {
 
     private let counts: [Count]
     private let gates: [Gate]
+    /// The run is over (``release()``): no sender waits any more.
+    private let isReleased = Atomic<Bool>(false)
     private let senders: Int
     private let receivers: Int
 
@@ -72,35 +74,14 @@ package final class SyntheticRoomProgress: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             gate.waiter.withLock { $0 = continuation }
             gate.target.store(messages, ordering: .sequentiallyConsistent)
-            if slowest(sender: sender) >= messages { gate.open() }
+            if slowest(sender: sender) >= messages || isReleased.load(ordering: .sequentiallyConsistent) { gate.open() }
         }
     }
 
-    /// Resumes every waiting sender (the run is over: its links are closing).
+    /// Resumes every waiting sender, and any that would wait from now on (the run is over: its
+    /// links are closing).
     func release() {
+        isReleased.store(true, ordering: .sequentiallyConsistent)
         for gate in gates { gate.open() }
     }
-}
-
-/// What the bench needs to know of one synthetic member from outside its reader task: its member
-/// number once joined, how many others it has heard of, and why its link ended (refused,
-/// disconnected). Written by the reader on control frames only (rare), so a lock is cheap here.
-package final class SyntheticMemberStatus: Sendable {
-    private struct State {
-        var member: UInt16?
-        var othersKnown = 0
-        var ended: String?
-    }
-
-    private let state = TSanVisibleMutex(State())
-
-    package init() {}
-
-    package var member: UInt16? { state.withLock { $0.member } }
-    package var othersKnown: Int { state.withLock { $0.othersKnown } }
-    package var ended: String? { state.withLock { $0.ended } }
-
-    func joined(as member: UInt16) { state.withLock { $0.member = member } }
-    func know(others: Int) { state.withLock { $0.othersKnown = others } }
-    func end(_ reason: String) { state.withLock { $0.ended = $0.ended ?? reason } }
 }

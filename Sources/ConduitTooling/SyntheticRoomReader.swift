@@ -73,6 +73,9 @@ package struct SyntheticRoomReader {
             guard let batch else {
                 tally.ended = status.ended ?? "the link closed"
                 status.end(tally.ended)
+                // A receiver gone before the end would hold its senders' windows for good: they
+                // send on, and the run reports what this one missed.
+                if receiver != nil, closedCount < senders { progress.release() }
                 return tally
             }
             let before = tally.delivered
