@@ -234,7 +234,9 @@ let package = Package(
             name: "ConduitTooling",
             dependencies: ["ConduitImpairment", "ConduitRooms", "Conduit", "ConduitCore", "ConduitSCTP",
                 // The join-storm generator (issue 18) crafts handshakes and link packets itself.
-                "ConduitUDP", "ConduitARQ"],
+                "ConduitUDP", "ConduitARQ",
+                // The in-process room bench (issue 16) runs the relay's shard group on loopback links.
+                "ConduitRelay", "ConduitRelayCore", "ConduitLoopback"],
             swiftSettings: strictSettings
         ),
         // The stream catalog: IDs fixed at design time, checked at build time.
@@ -336,7 +338,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitToolingTests",
-            dependencies: ["ConduitTooling", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment"],
+            dependencies: ["ConduitTooling", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback"],
             swiftSettings: strictSettings
         ),
         .testTarget(

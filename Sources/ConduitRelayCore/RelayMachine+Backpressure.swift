@@ -43,14 +43,6 @@ extension RelayMachine {
         return false
     }
 
-    /// After a frame was queued for `id`: notes when its queue crosses the high-water mark.
-    mutating func noteQueued(_ id: RelayConnectionID, now: ConduitInstant) {
-        guard connections[id]!.fullSince == nil, connections[id]!.outboxBytes > configuration.receiverHighWater else { return }
-        connections[id]!.fullSince = now
-        fullReceivers.insert(id)
-        if case .member(let roomID, _) = connections[id]!.phase { announcePressure(in: roomID) }
-    }
-
     /// After `id`'s queue was written out: once under half the mark, it holds nobody back.
     mutating func noteDrained(_ id: RelayConnectionID) {
         guard connections[id]?.fullSince != nil, connections[id]!.outboxBytes <= configuration.receiverHighWater / 2 else { return }

@@ -81,9 +81,7 @@ extension RelayMachine {
         if to != 0 {
             deliver(frame, tag: tag, to: rooms[roomID]!.members[to]!, slow: &slow, now: now)
         } else if subgroupID == 0 {
-            for (number, receiver) in rooms[roomID]!.members where number != member {
-                deliver(frame, tag: tag, to: receiver, slow: &slow, now: now)
-            }
+            deliverToRoom(frame, tag: tag, in: roomID, except: member, slow: &slow, now: now)
         } else {
             for number in rooms[roomID]!.subgroups[subgroupID]!.subscribers where number != member {
                 guard let receiver = rooms[roomID]!.members[number] else { continue }
@@ -131,15 +129,42 @@ extension RelayMachine {
             statistics.droppedUnsupported += 1
             return
         }
-        let id = receiver.connection
-        // One dictionary access for the whole enqueue: this runs once per receiver per frame.
-        let outcome = connections[id]!.enqueue(frame, tag: tag, now: now, configuration: configuration)
-        switch outcome {
-        case .queued(let signal):
+        queue(frame, tag: tag, for: receiver.connection, slow: &slow, now: now)
+    }
+
+    /// Queues `frame` for every member connected here that may receive, but `sender`: a frame
+    /// to the whole main room. The room's list of those receivers is kept between frames (see
+    /// `Room.localReceivers()`), so no member is copied out of the table per frame (iterating the
+    /// members did, retaining and releasing each one's sets) and the other relays' (or shards')
+    /// members, which get the frame through the cluster, are not passed over one by one.
+    mutating func deliverToRoom(_ frame: [UInt8], tag: FrameTag, in roomID: RoomID, except sender: UInt16, slow: inout [RelayConnectionID], now: ConduitInstant) {
+        // Through the room's index: `rooms[roomID]!.localReceivers()` moved the room out of the
+        // table and back, copying it, for every frame.
+        guard let room = rooms.index(forKey: roomID) else { return }
+        for receiver in rooms.values[room].localReceivers() where receiver.member != sender {
+            if receiver.hasUnsupported, rooms[roomID]!.members[receiver.member]?.unsupported.contains(tag.channel) == true {
+                statistics.droppedUnsupported += 1
+                continue
+            }
+            queue(frame, tag: tag, for: receiver.connection, slow: &slow, now: now)
+        }
+    }
+
+    /// Queues `frame` for connection `id` under its caps (see ``deliver(_:tag:to:slow:now:)``).
+    mutating func queue(_ frame: [UInt8], tag: FrameTag, for id: RelayConnectionID, slow: inout [RelayConnectionID], now: ConduitInstant) {
+        // One lookup, then the entry changed in place through its index: this runs once per
+        // receiver per frame, and `connections[id]!.enqueue(…)` copied the connection (its
+        // queues retained and released) out of the table and back.
+        guard let index = connections.index(forKey: id) else { return }
+        switch connections.values[index].enqueue(frame, tag: tag, now: now, configuration: configuration) {
+        case .queued(let signal, let becameFull):
             statistics.framesRelayed += 1
             statistics.bytesRelayed += frame.count
             if signal { actions.append(.transmit(id)) }
-            noteQueued(id, now: now)
+            if becameFull {
+                fullReceivers.insert(id)
+                if case .member(let roomID, _) = connections.values[index].phase { announcePressure(in: roomID) }
+            }
         case .droppedUnreliable:
             statistics.unreliableDropped += 1
         case .slow:
@@ -149,35 +174,7 @@ extension RelayMachine {
 
 }
 
-extension RelayMachine.Connection {
-    /// (A mutating method called through `connections[id]!` mutates in place; passing
-    /// `&connections[id]!` as an inout argument would copy the queues out and back.)
-    package mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> RelayMachine.EnqueueOutcome {
-        let queued = outboxBytes
-        let reliable = tag.delivery.isFullyReliable
-        if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
-            unreliableDropped += 1
-            return .droppedUnreliable
-        }
-        if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
-        outbox.append(frame)
-        queuedAt.append(now)
-        tags.append(tag)
-        outboxBytes += frame.count
-        let signal = !transmitSignalled
-        transmitSignalled = true
-        return .queued(signal: signal)
-    }
-}
-
 extension RelayMachine {
-    enum EnqueueOutcome {
-        /// Queued; `signal` if the driver must now be told to write this connection.
-        case queued(signal: Bool)
-        case droppedUnreliable
-        case slow
-    }
-
     /// Unreliable frames dropped for one receiver.
     public func unreliableDropped(for id: RelayConnectionID) -> Int { connections[id]?.unreliableDropped ?? 0 }
 }

@@ -30,6 +30,66 @@ extension RelayMachine {
         var fullSince: ConduitInstant?
         /// Above the mark for `laggingAfter`: no longer holds the room's senders back.
         var lagging = false
+
+        /// Queues `frame` under the receiver's caps (see `RelayMachine.deliver`). Called as
+        /// `connections.values[index].enqueue(…)`: through the index the entry is changed in place.
+        mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> EnqueueOutcome {
+            let queued = outboxBytes
+            let reliable = tag.delivery.isFullyReliable
+            if !reliable, queued + frame.count > configuration.maxUnreliableQueuedBytesPerReceiver {
+                unreliableDropped += 1
+                return .droppedUnreliable
+            }
+            if reliable, queued + frame.count > configuration.maxQueuedBytesPerReceiver { return .slow }
+            outbox.append(frame)
+            queuedAt.append(now)
+            tags.append(tag)
+            outboxBytes += frame.count
+            let signal = !transmitSignalled
+            transmitSignalled = true
+            // Above the high-water mark: noted here, while the connection is at hand.
+            let becameFull = fullSince == nil && outboxBytes > configuration.receiverHighWater
+            if becameFull { fullSince = now }
+            return .queued(signal: signal, becameFull: becameFull)
+        }
+
+        /// Moves queued frames, oldest first, into `batch` while they fit in `maxBytes` (at least
+        /// one); with `now`, a data-track frame's remaining lifetime is reduced by the time it was
+        /// held here, and one whose lifetime ran out is dropped. Returns the frames moved and dropped.
+        mutating func drain(into batch: inout DatagramBatch, maxBytes: Int, now: ConduitInstant?) -> (moved: Int, expired: Int) {
+            var moved = 0
+            var expired = 0
+            while let frame = outbox.first, batch.isEmpty || batch.byteCount + frame.count <= maxBytes {
+                let heldSince = queuedAt.removeFirst()
+                let tag = tags.removeFirst()
+                outbox.removeFirst()
+                outboxBytes -= frame.count
+                if let now, let lifetime = TrackFrameHeader.remainingLifetime(frame) {
+                    let held = (now - heldSince).nanosecondsClamped / 1_000_000
+                    guard held < Int64(lifetime) else {
+                        expired += 1
+                        continue
+                    }
+                    var patched = frame
+                    TrackFrameHeader.setRemainingLifetime(&patched, milliseconds: lifetime - UInt32(held))
+                    batch.append(patched, tag: tag.withRemainingLifetime(milliseconds: lifetime - UInt32(held)))
+                } else {
+                    batch.append(frame, tag: tag)
+                }
+                moved += 1
+            }
+            if outbox.isEmpty { transmitSignalled = false }
+            return (moved, expired)
+        }
+    }
+
+    /// Where a frame queued for a receiver left its queue (see ``Connection/enqueue(_:tag:now:configuration:)``).
+    enum EnqueueOutcome {
+        /// Queued; `signal` if the driver must now be told to write this connection, `becameFull`
+        /// if the queue just went above the high-water mark.
+        case queued(signal: Bool, becameFull: Bool)
+        case droppedUnreliable
+        case slow
     }
 
     struct Member: Sendable {
@@ -67,8 +127,21 @@ extension RelayMachine {
         var directions: [UInt16: ChannelDeclaration.Direction]
     }
 
+    /// A member connected here that may receive: what a frame to the whole room is queued for.
+    struct LocalReceiver: Sendable {
+        let member: UInt16
+        let connection: RelayConnectionID
+        /// The member declared some stream unsupported (its set is then looked up per frame).
+        let hasUnsupported: Bool
+    }
+
     struct Room: Sendable {
-        var members: [UInt16: Member] = [:]
+        var members: [UInt16: Member] = [:] {
+            // Any change may change who receives: the list is made again when next needed.
+            didSet { receivers = nil }
+        }
+        /// `localReceivers()`, while `members` has not changed since it was made.
+        private var receivers: [LocalReceiver]?
         var channels: [UInt16: Channel] = [:]
         var channelIDs: [ChannelLabel: UInt16] = [:]
         var nextChannelID: UInt16 = 1
@@ -105,6 +178,30 @@ extension RelayMachine {
         var pressureAnnounced = false
         /// Other relays that hold the room back: its senders here wait while one does.
         var remotePressure: Set<RelayNodeID> = []
+
+        /// The members connected here (not to another relay or shard) that may receive, in
+        /// member order: made from `members` after each change, then kept, so a frame to the whole
+        /// room costs a walk over a small array of plain values.
+        mutating func localReceivers() -> [LocalReceiver] {
+            if let receivers { return receivers }
+            let made = members.filter { $0.value.origin == nil && $0.value.grant.canSubscribe }.sorted { $0.key < $1.key }.map {
+                LocalReceiver(member: $0.key, connection: $0.value.connection, hasUnsupported: !$0.value.unsupported.isEmpty)
+            }
+            receivers = made
+            return made
+        }
+
+        /// Numbers the room's next cluster message: the room's stream starts an epoch (taken from
+        /// `nextEpoch`) with its first message; returns the message's epoch, sequence and data count.
+        mutating func stampClusterMessage(isData: Bool, nextEpoch: inout UInt32) -> (epoch: UInt32, sequence: UInt64, dataCount: UInt64) {
+            if clusterEpoch == 0 {
+                clusterEpoch = nextEpoch
+                nextEpoch &+= 1
+            }
+            clusterSequence += 1
+            if isData { clusterDataCount += 1 }
+            return (clusterEpoch, clusterSequence, clusterDataCount)
+        }
 
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {

@@ -97,28 +97,13 @@ public struct RelayMachine: Sendable {
     /// and a frame whose lifetime ran out here is dropped (``RelayStatistics/expiredInRelay``).
     @discardableResult
     public mutating func pollTransmit(_ id: RelayConnectionID, into batch: inout DatagramBatch, maxBytes: Int = 256 * 1024, now: ConduitInstant? = nil) -> Int {
-        guard connections[id] != nil else { return 0 }
-        var count = 0
-        while let frame = connections[id]!.outbox.first, batch.isEmpty || batch.byteCount + frame.count <= maxBytes {
-            let queuedAt = connections[id]!.queuedAt.removeFirst()
-            let tag = connections[id]!.tags.removeFirst()
-            connections[id]!.outbox.removeFirst()
-            connections[id]!.outboxBytes -= frame.count
-            if let now, let lifetime = TrackFrameHeader.remainingLifetime(frame) {
-                let held = (now - queuedAt).nanosecondsClamped / 1_000_000
-                guard held < Int64(lifetime) else {
-                    statistics.expiredInRelay += 1
-                    continue
-                }
-                var patched = frame
-                TrackFrameHeader.setRemainingLifetime(&patched, milliseconds: lifetime - UInt32(held))
-                batch.append(patched, tag: tag.withRemainingLifetime(milliseconds: lifetime - UInt32(held)))
-            } else {
-                batch.append(frame, tag: tag)
-            }
-            count += 1
-        }
-        if connections[id]!.outbox.isEmpty { connections[id]!.transmitSignalled = false }
+        // One lookup, then the entry drained in place through its index: reading
+        // `connections[id]!.outbox.first` and the like per frame copied the whole connection out
+        // of the table (retaining and releasing its queues) and hashed its ID each time, a third
+        // of a relay's CPU.
+        guard let index = connections.index(forKey: id) else { return 0 }
+        let (count, expired) = connections.values[index].drain(into: &batch, maxBytes: maxBytes, now: now)
+        statistics.expiredInRelay += expired
         if let now { latestNow = max(latestNow, now) }
         noteDrained(id)
         return count

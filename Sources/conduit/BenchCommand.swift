@@ -77,7 +77,7 @@ struct BenchCommand: AsyncParsableCommand {
     var joinStorm: BenchJoinStormOptions
 
     func run() async throws {
-        if room.enabled { return try await room.run(transport: transports.first, size: sizes.first, json: json) }
+        if room.enabled { return try await room.run(transport: transports.first, size: sizes.first, runs: runs, json: json) }
         if joinStorm.url != nil { return try await joinStorm.run(json: json) }
         let sessionTypes = try ReportOutput.checked { () throws(ConduitError) in
             try (types.isEmpty ? ["reliable-message"] : types).map { name throws(ConduitError) in try SessionType(name: name) }

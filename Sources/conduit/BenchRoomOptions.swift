@@ -37,7 +37,14 @@ struct BenchRoomOptions: ParsableArguments {
     )
     var relayThreads: [Int] = []
 
-    func run(transport: String?, size: Int?, json: Bool) async throws {
+    @Flag(
+        name: .customLong("in-process"),
+        help: "Room bench: measure the relay itself, not a room of full members. The relay's shard group (the code of 'conduit relay --threads N') runs in this process on loopback links, the links handed to its shards in turn so the room spans them; synthetic members join with signed tokens, senders write pre-encoded frames in batches, receivers check each sender's messages exactly once and in order by their headers. Each --relay-threads value (default 1 2) runs --runs times, alternating; prints forwarded messages/s (median, min-max), the ratio to the first value and this process's CPU per forwarded message; exits non-zero if anything was missed, duplicated or reordered. --messages is per sender (try 20000), --size at most 1196."
+    )
+    var inProcess = false
+
+    func run(transport: String?, size: Int?, runs: Int, json: Bool) async throws {
+        if inProcess { return try await runInProcess(size: size, runs: runs, json: json) }
         guard relayThreads.allSatisfy({ (1...1_024).contains($0) }) else { throw ValidationError("--relay-threads values must be 1...1024") }
         var first: BenchRoom.Report?
         for threads in relayThreads.isEmpty ? [nil] : relayThreads.map(Optional.some) {

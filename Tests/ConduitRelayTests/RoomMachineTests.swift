@@ -212,6 +212,32 @@ import Testing
         #expect(!taken14.contains { if case .outboundClosed = $0 { true } else { false } })
     }
 
+    /// The relay keeps each room's list of receivers between frames (a frame to the whole room
+    /// walks it): every change of the room between two frames must show in the next one.
+    @Test func theRelaysListOfReceiversFollowsTheRoomBetweenFrames() {
+        var h = joined(["alice", "bob", "carol"])
+        #expect(h.clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.now) == .none)
+        h.pump()
+        h.acceptAll("bob")
+        h.acceptAll("carol")
+        h.send("alice", main, "one")  // the list is made here: bob, carol
+        h.clients["bob"]!.machine.leave()
+        h.pump()
+        h.send("alice", main, "two")  // bob left since: nothing is queued for his closed link
+        h.clients["carol"]!.machine.unsupportInbound(main)
+        h.pump()
+        h.send("alice", main, "three")  // carol declared the stream unsupported since: stopped here
+        h.join("dave")
+        h.send("alice", main, "four")  // dave joined since: he is told of the session and gets it
+        _ = h.clients["dave"]!.machine.makeInbound(main)
+        h.drainEvents("dave")
+        h.send("alice", main, "five")
+        #expect(h.messages("bob", main).map(\.1) == ["one"])
+        #expect(h.messages("carol", main).map(\.1) == ["one", "two"])
+        #expect(h.messages("dave", main).map(\.1) == ["four", "five"])
+        #expect(h.relay.statistics.droppedUnsupported == 3)
+    }
+
     @Test func aSlowReceiverLosesUnreliableDataAndIsDisconnectedPastTheReliableCap() {
         let configuration = RelayConfiguration(maxQueuedBytesPerReceiver: 64 * 1024, maxUnreliableQueuedBytesPerReceiver: 8 * 1024)
         var h = joined(["alice", "bob", "carol"], configuration: configuration)

@@ -34,14 +34,21 @@ struct RelayClusterBridge: RelayClusterBus {
         }
     }
 
-    /// Publishes `payload` on `subject`; false if the client refused it (closed).
-    func publish(_ payload: [UInt8], on subject: String) -> Bool {
-        do {
-            try client.publish(payload, on: subject)
-            return true
-        } catch {
-            return false
+    /// Publishes each post, encoded, on its subject; returns how many the client refused (closed).
+    func publish(_ posts: [RelayClusterPost]) -> Int {
+        var refused = 0
+        for post in posts {
+            do {
+                switch post {
+                case .room(let message): try client.publish(message.encoded, on: RelayClusterMessage.subject(for: message.room))
+                case .node(let message): try client.publish(message.encoded, on: RelayClusterNodeMessage.subject)
+                case .tokenUse(let use): try client.publish(use.encoded, on: RelayClusterTokenUse.subject)
+                }
+            } catch {
+                refused += 1
+            }
         }
+        return refused
     }
 
     /// The other relays' messages (and this relay's own, which are ignored), in order, one per
@@ -50,7 +57,7 @@ struct RelayClusterBridge: RelayClusterBus {
         let source = subscription.messages
         return AsyncStream { continuation in
             let pump = Task {
-                for await message in source { continuation.yield([RelayClusterInbound(subject: message.subject, payload: message.payload)]) }
+                for await message in source { continuation.yield([.encoded(subject: message.subject, payload: message.payload)]) }
                 continuation.finish()
             }
             continuation.onTermination = { _ in pump.cancel() }
@@ -71,7 +78,7 @@ struct RelayClusterBridge: RelayClusterBus {
         throw ConduitError(.unsupportedByTransport, "this build has no cluster support: build with the NATS package trait (libnats-dev)")
     }
 
-    func publish(_ payload: [UInt8], on subject: String) -> Bool { false }
+    func publish(_ posts: [RelayClusterPost]) -> Int { posts.count }
     func deliveries() -> AsyncStream<[RelayClusterInbound]> { AsyncStream { $0.finish() } }
     var dropped: Int { 0 }
     func close() async {}

@@ -1,7 +1,22 @@
-/// A message from the cluster: its subject says what it is.
-struct RelayClusterInbound: Sendable {
-    let subject: String
-    let payload: [UInt8]
+import ConduitRelayCore
+
+/// What a relay hands its cluster: a room's message, a message of its node stream (online
+/// status, invitations), or a token use.
+enum RelayClusterPost: Sendable {
+    case room(RelayClusterMessage)
+    case node(RelayClusterNodeMessage)
+    case tokenUse(RelayClusterTokenUse)
+}
+
+/// A message from the cluster.
+enum RelayClusterInbound: Sendable {
+    /// As NATS delivered it: the subject says what it is, and the relay parses the bytes (a
+    /// malformed message is counted there).
+    case encoded(subject: String, payload: [UInt8])
+    /// From another shard of this process: the message itself. Nothing crosses a wire between
+    /// shards, so nothing is encoded or parsed (that cost each frame crossing shards more than
+    /// the fan-out it was crossing for).
+    case posted(RelayClusterPost)
 }
 
 /// What carries a relay's `RelayClusterMessage`s and token uses to the other members of its
@@ -13,8 +28,9 @@ struct RelayClusterInbound: Sendable {
 /// Like NATS core, a bus delivers at most once, in the order each publisher published; a message
 /// it had to drop leaves a gap in its sender's numbering, which the receiving machine counts.
 protocol RelayClusterBus: Sendable {
-    /// Publishes `payload` on `subject`; false if the bus refused it (closed).
-    func publish(_ payload: [UInt8], on subject: String) -> Bool
+    /// Publishes `posts` in order (a room message on its room's subject, a node message on the
+    /// node stream's, a token use on the tokens'); returns how many the bus refused (closed).
+    func publish(_ posts: [RelayClusterPost]) -> Int
 
     /// The other members' messages, in batches (one actor hop per batch, not per message), in the
     /// order they were published; finishes when the bus closes. Called once.

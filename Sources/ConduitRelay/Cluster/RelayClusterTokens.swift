@@ -74,12 +74,17 @@ extension RelayServer {
         guard let cluster, let node = machine.clusterNode else { return }
         clusterTokens.published += 1
         let use = RelayClusterTokenUse(node: node, sequence: clusterTokens.published, expiresAt: token.expiresAt, tokenID: token.id)
-        if !cluster.publish(use.encoded, on: RelayClusterTokenUse.subject) { clusterPublishFailures += 1 }
+        clusterPublishFailures += cluster.publish([.tokenUse(use)])
     }
 
-    /// Another relay's token use: remembered, so that a replay here is refused.
+    /// Another relay's token use, as NATS delivered it.
     func ingestTokenUse(_ payload: [UInt8]) {
         guard let use = RelayClusterTokenUse.parse(payload) else { return }
+        ingestTokenUse(use)
+    }
+
+    /// Another relay's (or shard's) token use: remembered, so that a replay here is refused.
+    func ingestTokenUse(_ use: RelayClusterTokenUse) {
         guard use.node != machine.clusterNode, clusterTokens.take(use) else { return }
         if !authority.noteUsedElsewhere(id: use.tokenID, expiresAt: use.expiresAt, unixTime: wallClock()) { clusterTokens.lost += 1 }
     }

@@ -55,25 +55,34 @@ extension RelayServer {
     private func ingestCluster(_ batch: [RelayClusterInbound]) {
         guard !isShutDown else { return }
         let current = now()
-        for message in batch {
-            if message.subject == RelayClusterTokenUse.subject {
-                ingestTokenUse(message.payload)
-            } else {
-                machine.handleCluster(message.payload, now: current)
+        for inbound in batch {
+            switch inbound {
+            case .encoded(let subject, let payload):
+                if subject == RelayClusterTokenUse.subject {
+                    ingestTokenUse(payload)
+                } else {
+                    machine.handleCluster(payload, now: current)
+                }
+            case .posted(.room(let message)):
+                machine.handleCluster(message, now: current)
+            case .posted(.node(let message)):
+                machine.handleClusterNode(message, now: current)
+            case .posted(.tokenUse(let use)):
+                ingestTokenUse(use)
             }
         }
         runActions()
     }
 
-    /// Publishes what the machine has for the cluster, in order.
+    /// Publishes what the machine has for the cluster, in order, in one hand-over (the
+    /// in-process bus then takes its lock and wakes the other shards once per batch).
     func publishClusterMessages() {
         guard let cluster else { return }
-        while let message = machine.pollClusterMessage() {
-            if !cluster.publish(message.encoded, on: RelayClusterMessage.subject(for: message.room)) { clusterPublishFailures += 1 }
-        }
-        while let message = machine.pollClusterNodeMessage() {
-            if !cluster.publish(message.encoded, on: RelayClusterNodeMessage.subject) { clusterPublishFailures += 1 }
-        }
+        var posts: [RelayClusterPost] = []
+        while let message = machine.pollClusterMessage() { posts.append(.room(message)) }
+        while let message = machine.pollClusterNodeMessage() { posts.append(.node(message)) }
+        guard !posts.isEmpty else { return }
+        clusterPublishFailures += cluster.publish(posts)
     }
 
     /// Closes the NATS link (after the members' departures were published).

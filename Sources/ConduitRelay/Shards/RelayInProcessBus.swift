@@ -2,8 +2,10 @@ import ConduitCore
 import ConduitRelayCore
 
 /// The cluster bus between the shards of one relay process (``RelayShardGroup``): what a shard
-/// publishes is appended to every other shard's inbox, in memory, no NATS and no library. One
-/// encoded message is shared by every inbox (arrays are copied on write, never here).
+/// publishes is appended to every other shard's inbox, in memory, no NATS and no library. The
+/// messages travel as values, never encoded: one message (its frame an array copied on write,
+/// never here) is shared by every inbox. A shard hands over everything one batch of its work
+/// produced at once, so the bus takes each inbox's lock, and wakes its shard, once per batch.
 ///
 /// Each inbox holds at most `capacity` messages; beyond that a message is dropped on arrival and
 /// counted (``RelayClusterBus/dropped``), and the receiving machine counts the gap it leaves, as
@@ -46,11 +48,11 @@ final class RelayInProcessBus: Sendable {
         let bus: RelayInProcessBus
         let index: Int
 
-        func publish(_ payload: [UInt8], on subject: String) -> Bool {
-            guard !bus.inboxes[index].isClosed else { return false }
-            let message = RelayClusterInbound(subject: subject, payload: payload)
-            for (other, inbox) in bus.inboxes.enumerated() where other != index { inbox.push(message) }
-            return true
+        func publish(_ posts: [RelayClusterPost]) -> Int {
+            guard !bus.inboxes[index].isClosed else { return posts.count }
+            let messages = posts.map(RelayClusterInbound.posted)
+            for (other, inbox) in bus.inboxes.enumerated() where other != index { inbox.push(messages) }
+            return 0
         }
 
         func deliveries() -> AsyncStream<[RelayClusterInbound]> {
@@ -111,23 +113,25 @@ final class RelayInProcessBus: Sendable {
         var waitingPublishers: Int { state.withLock { $0.roomWaiters.count } }
         var dropped: Int { state.withLock { $0.dropped } }
 
-        /// Appends `message`, or hands it straight to the waiting reader; drops it (counted) when
-        /// the inbox is full, and ignores it once closed.
-        func push(_ message: RelayClusterInbound) {
-            let waiter = state.withLock { state -> CheckedContinuation<[RelayClusterInbound]?, Never>? in
+        /// Appends `messages`, or hands them straight to the waiting reader; drops those past the
+        /// capacity (counted), and ignores them once closed.
+        func push(_ messages: [RelayClusterInbound]) {
+            let handOver = state.withLock { state -> (CheckedContinuation<[RelayClusterInbound]?, Never>, [RelayClusterInbound])? in
                 guard !state.closed else { return nil }
-                if let waiter = state.waiter {
-                    state.waiter = nil
-                    return waiter
-                }
-                if state.pending.count >= capacity {
-                    state.dropped += 1
+                let room = max(0, capacity - state.pending.count)
+                if room < messages.count {
+                    state.dropped += messages.count - room
+                    state.pending.append(contentsOf: messages.prefix(room))
                 } else {
-                    state.pending.append(message)
+                    state.pending.append(contentsOf: messages)
                 }
-                return nil
+                // A waiting reader had taken everything before: what is pending now is all new.
+                guard let waiter = state.waiter, !state.pending.isEmpty else { return nil }
+                state.waiter = nil
+                defer { state.pending = [] }
+                return (waiter, state.pending)
             }
-            waiter?.resume(returning: [message])
+            if let (waiter, batch) = handOver { waiter.resume(returning: batch) }
         }
 
         /// Everything pending, waiting for at least one message; nil once closed.

@@ -80,11 +80,16 @@ extension RelayMachine {
     /// A message from another relay: its own echoes and rooms not hosted here are ignored; a gap
     /// in the sender's stream is counted (and the room's presence asked for again).
     public mutating func handleCluster(_ message: RelayClusterMessage, now: ConduitInstant) {
-        guard let cluster, message.node != cluster.node, rooms[message.room] != nil else { return }
+        // (The node only: binding `cluster` itself copied its outbox and the rest per message.)
+        guard let node = cluster?.node, message.node != node, let room = rooms.index(forKey: message.room) else { return }
         latestNow = max(latestNow, now)
         statistics.cluster.messagesReceived += 1
-        guard takeSequence(of: message) else { return }
-        rooms[message.room]!.remoteLastHeard[message.node] = now
+        // The room's entry is reached through its index until the frame is delivered: looking
+        // it up by name hashed the name each time, and reading through `rooms[id]!` copied the
+        // whole room; that ran for every frame crossing shards. (Nothing adds or removes a room
+        // in between, which would move the index.)
+        guard takeSequence(of: message, room: room) else { return }
+        rooms.values[room].remoteLastHeard[message.node] = now
         switch message.body {
         case .presence(let members, let wantsReply, let holdingBack):
             applyPresence(members, of: message.node, in: message.room, now: now)
@@ -92,7 +97,7 @@ extension RelayMachine {
             applyPressure(holdingBack, of: message.node, in: message.room)
             if wantsReply { publishPresence(message.room, wantsReply: false) }
         case .data(let origin, let targetNode, let targetMember, let frame):
-            guard targetNode == 0 || targetNode == cluster.node.rawValue else { return }
+            guard targetNode == 0 || targetNode == node.rawValue else { return }
             deliverClusterFrame(frame, origin: RemoteMemberKey(node: message.node, member: origin), to: targetMember, in: message.room, now: now)
         case .subgroups(let subgroups):
             applySubgroups(subgroups, of: message.node, in: message.room)
@@ -101,7 +106,7 @@ extension RelayMachine {
         case .tracks(let published, let subscribed):
             applyTracks(published: published, subscribed: subscribed, of: message.node, in: message.room)
         case .extension(let origin, let targetNode, let targetMember, let id, let body):
-            guard targetNode == cluster.node.rawValue else { return }
+            guard targetNode == node.rawValue else { return }
             deliverClusterExtension(id, body: body, origin: RemoteMemberKey(node: message.node, member: origin), to: targetMember, in: message.room, now: now)
         case .pressure(let holdingBack):
             applyPressure(holdingBack, of: message.node, in: message.room)
@@ -111,16 +116,14 @@ extension RelayMachine {
     // MARK: Publishing
 
     mutating func publishCluster(_ roomID: RoomID, _ body: RelayClusterMessage.Body) {
-        guard let node = cluster?.node, rooms[roomID] != nil else { return }
-        if rooms[roomID]!.clusterEpoch == 0 {
-            rooms[roomID]!.clusterEpoch = cluster!.nextEpoch
-            cluster!.nextEpoch &+= 1
-        }
-        rooms[roomID]!.clusterSequence += 1
-        if case .data = body { rooms[roomID]!.clusterDataCount += 1 }
-        let message = RelayClusterMessage(
-            node: node, room: roomID, epoch: rooms[roomID]!.clusterEpoch, sequence: rooms[roomID]!.clusterSequence,
-            dataCount: rooms[roomID]!.clusterDataCount, body: body)
+        guard let node = cluster?.node else { return }
+        var isData = false
+        if case .data = body { isData = true }
+        // The room is looked up (its ID hashed) once and numbered in place through its index:
+        // this runs for every frame that crosses.
+        guard let room = rooms.index(forKey: roomID) else { return }
+        let stamp = rooms.values[room].stampClusterMessage(isData: isData, nextEpoch: &cluster!.nextEpoch)
+        let message = RelayClusterMessage(node: node, room: roomID, epoch: stamp.epoch, sequence: stamp.sequence, dataCount: stamp.dataCount, body: body)
         cluster!.outbox.append(message)
         statistics.cluster.messagesPublished += 1
     }
@@ -155,9 +158,10 @@ extension RelayMachine {
 
     // MARK: Receiving
 
-    /// Takes the message's place in its sender's stream; false for one older than what was taken.
-    mutating func takeSequence(of message: RelayClusterMessage) -> Bool {
-        let previous = rooms[message.room]!.clusterInbound[message.node]
+    /// Takes the message's place in its sender's stream; false for one older than what was
+    /// taken. `room` is the index of the message's room in `rooms`.
+    mutating func takeSequence(of message: RelayClusterMessage, room: Dictionary<RoomID, Room>.Index) -> Bool {
+        let previous = rooms.values[room].clusterInbound[message.node]
         var missing: UInt64 = 0
         // Data messages of the stream before this one that never arrived.
         var dataMissing: UInt64 = 0
@@ -175,7 +179,7 @@ extension RelayMachine {
             dataMissing = message.dataCount &- thisData
         }
         // (A stream first heard here starts where it is heard: what it sent before was not for this relay.)
-        rooms[message.room]!.clusterInbound[message.node] = ClusterStreamPosition(epoch: message.epoch, sequence: message.sequence, dataCount: message.dataCount)
+        rooms.values[room].clusterInbound[message.node] = ClusterStreamPosition(epoch: message.epoch, sequence: message.sequence, dataCount: message.dataCount)
         // (A count that does not add up — more than the gap holds — is a broken sender: not taken as loss.)
         if dataMissing > 0, dataMissing <= missing { reportDataLost(from: message.node, in: message.room, messages: dataMissing) }
         if missing > 0 {
@@ -237,9 +241,14 @@ extension RelayMachine {
                 return refuseFrame(.unknownDestination)
             }
             deliverCrossing(restamped, tag: tag, to: [target], in: roomID, now: now)
+        } else if subgroupID == 0 {
+            // The whole room, as a local sender's frame reaches it (`handleRouted`).
+            statistics.cluster.framesReceived += 1
+            var slow: [RelayConnectionID] = []
+            deliverToRoom(restamped, tag: tag, in: roomID, except: sender, slow: &slow, now: now)
+            isolate(slow, now: now)
         } else {
-            let receivers = subgroupID == 0 ? rooms[roomID]!.members.keys.sorted() : rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted()
-            deliverCrossing(restamped, tag: tag, to: receivers, in: roomID, now: now)
+            deliverCrossing(restamped, tag: tag, to: rooms[roomID]!.subgroups[subgroupID]!.subscribers.sorted(), in: roomID, now: now)
         }
     }
 }

@@ -7,8 +7,18 @@ import Testing
 /// `backlogLimit` or more of its messages still to take, and goes on once that shard took them.
 @Suite("In-process bus flow control")
 struct InProcessBusFlowControlTests {
-    private func publish(_ payloads: Range<UInt8>, from endpoint: RelayInProcessBus.Endpoint) {
-        for payload in payloads { #expect(endpoint.publish([payload], on: "room")) }
+    /// Publishes one post per number in `sequences`, one hand-over each.
+    private func publish(_ sequences: Range<UInt64>, from endpoint: RelayInProcessBus.Endpoint) {
+        for sequence in sequences {
+            let use = RelayClusterTokenUse(node: RelayNodeID(UInt64(endpoint.index + 1)), sequence: sequence, expiresAt: 0, tokenID: [1])
+            #expect(endpoint.publish([.tokenUse(use)]) == 0)
+        }
+    }
+
+    private func sequences(_ batch: [RelayClusterInbound]?) -> [UInt64] {
+        (batch ?? []).map { inbound in
+            if case .posted(.tokenUse(let use)) = inbound { use.sequence } else { 0 }
+        }
     }
 
     /// Returns once `count` publishers wait for room in shard `index`'s inbox (no clock involved).
@@ -28,7 +38,7 @@ struct InProcessBusFlowControlTests {
         await waitForPublishers(1, on: 1, of: bus)
         // Taking the batch is what lets the waiter go: it reports that it waited.
         let batch = await deliveries.next()
-        #expect(batch?.map(\.payload) == [[0], [1], [2], [3]])
+        #expect(sequences(batch) == [0, 1, 2, 3])
         #expect(await waiter.value == true)
         #expect(await sender.waitForRoom() == false)
         await bus.endpoint(1).close()
