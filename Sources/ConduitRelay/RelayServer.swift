@@ -264,7 +264,7 @@ public actor RelayServer {
     }
 
     private func waitForClusterRoom() async {
-        guard let cluster, await cluster.waitForRoom() else { return }
+        guard let cluster, !cluster.hasRoom, await cluster.waitForRoom() else { return }
         clusterBusWaits += 1
     }
 

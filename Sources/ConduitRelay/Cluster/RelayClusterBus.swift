@@ -44,6 +44,10 @@ protocol RelayClusterBus: Sendable {
     /// True if it had to wait.
     func waitForRoom() async -> Bool
 
+    /// Whether ``waitForRoom()`` would return at once (checked first: no hop off the relay's
+    /// actor per read when there is room, as there mostly is).
+    var hasRoom: Bool { get }
+
     /// Lets what was published go out (bounded), then stops delivering.
     func close() async
 }
@@ -51,4 +55,5 @@ protocol RelayClusterBus: Sendable {
 extension RelayClusterBus {
     /// NATS buffers and drops (counted) on its own: nothing to wait for.
     func waitForRoom() async -> Bool { false }
+    var hasRoom: Bool { true }
 }

@@ -70,6 +70,11 @@ final class RelayInProcessBus: Sendable {
             return waited
         }
 
+        var hasRoom: Bool {
+            for (other, inbox) in bus.inboxes.enumerated() where other != index && !inbox.hasRoom { return false }
+            return true
+        }
+
         func close() async { bus.inboxes[index].close() }
     }
 
@@ -109,6 +114,8 @@ final class RelayInProcessBus: Sendable {
         }
 
         var isClosed: Bool { state.withLock { $0.closed } }
+        /// Fewer than the backlog limit of messages wait here (or the inbox closed).
+        var hasRoom: Bool { state.withLock { $0.pending.count < backlogLimit || $0.closed } }
         /// Publishers waiting for room (for tests).
         var waitingPublishers: Int { state.withLock { $0.roomWaiters.count } }
         var dropped: Int { state.withLock { $0.dropped } }
