@@ -33,11 +33,14 @@ public struct RelayConfiguration: Sendable, Hashable {
     /// reading from the links of its room's senders (their `send` suspends; nothing is dropped)
     /// until the queue is down to half of it.
     public var receiverHighWater: Int
-    /// A receiver that stays above ``receiverHighWater`` this long stops holding its room back:
-    /// it is lagging (counted), and its queue grows alone toward ``maxQueuedBytesPerReceiver``.
+    /// A receiver that stays above ``receiverHighWater`` this long, while most of its room's
+    /// other receivers here were not above it meanwhile, stops holding its room back: it is
+    /// lagging (counted), and its queue grows alone toward ``maxQueuedBytesPerReceiver``. (When
+    /// most of them were, the room as a whole is slow: nobody lags, the clock starts again.)
     public var laggingAfter: Duration
-    /// A receiver still above ``receiverHighWater`` this long after it crossed it is isolated:
-    /// disconnected as a `slowReceiver`, however few bytes it holds.
+    /// A lagging receiver whose link took nothing from its queue this long (counted from when it
+    /// crossed ``receiverHighWater``, or from the last frame taken) is isolated: disconnected as a
+    /// `slowReceiver`, however few bytes it holds.
     public var isolateAfter: Duration
     /// Unreliable frames are queued for a receiver only while its queue is below this; above it
     /// they are dropped and counted (they would be stale by the time they went out).
@@ -179,13 +182,13 @@ public struct RelayStatistics: Sendable, Hashable {
     /// Frames not relayed to a receiver that declared the stream unsupported.
     public var droppedUnsupported = 0
     /// Receivers isolated (disconnected as `slowReceiver`): their reliable queue reached its cap,
-    /// or stayed above the high-water mark for `isolateAfter`.
+    /// or they lagged and took nothing from it for `isolateAfter`.
     public var slowReceiversDisconnected = 0
     /// Times a sender's link was left unread because a receiver of its room was above the
     /// high-water mark (backpressure instead of loss).
     public var sendersPaused = 0
-    /// Receivers that stayed above the high-water mark for `laggingAfter` and stopped holding
-    /// their room back.
+    /// Receivers that stayed above the high-water mark for `laggingAfter` (while most of their
+    /// room did not) and stopped holding their room back.
     public var laggingReceivers = 0
     /// Members removed because they sent nothing for `vanishTimeout`.
     public var vanished = 0

@@ -6,9 +6,13 @@ public import ConduitCore
 //        │                 (fullSince = now)          (mayRead == false; their links'
 //        │                                             flow control suspends their `send`)
 //        ├──► back under half of it ──► the senders are read again (.resumeReading)
-//        ├──► still above after laggingAfter ──► lagging: holds nobody back, counted
-//        └──► past maxQueuedBytesPerReceiver, or above the mark for isolateAfter
-//                 ──► isolated: disconnected as slowReceiver, with the reason
+//        ├──► still above after laggingAfter, while most of the room's other receivers
+//        │        were not above it at all meanwhile ──► lagging: holds nobody back, counted
+//        │    (most of them were too: the room as a whole is slow, a loaded machine or a
+//        │     sender faster than everyone; nobody is behind the others, the clock restarts)
+//        └──► past maxQueuedBytesPerReceiver, or lagging with nothing taken from its queue
+//             for isolateAfter ──► isolated: disconnected as slowReceiver, with the reason
+//             (a lagging receiver that keeps taking is behind by a bounded amount, not stopped)
 //
 // So one stalled receiver holds its room for at most `laggingAfter`, and reliable data is
 // never dropped at the relay to make room: it waits in the senders' own queues.
@@ -47,6 +51,7 @@ extension RelayMachine {
     mutating func noteDrained(_ id: RelayConnectionID) {
         guard connections[id]?.fullSince != nil, connections[id]!.outboxBytes <= configuration.receiverHighWater / 2 else { return }
         connections[id]!.fullSince = nil
+        connections[id]!.fullEndedAt = latestNow
         connections[id]!.lagging = false
         fullReceivers.remove(id)
         if case .member(let roomID, _) = connections[id]!.phase {
@@ -83,7 +88,7 @@ extension RelayMachine {
         var deadline: ConduitInstant?
         for id in fullReceivers {
             guard let connection = connections[id], let since = connection.fullSince else { continue }
-            let due = connection.lagging ? since + configuration.isolateAfter : since + configuration.laggingAfter
+            let due = connection.lagging ? isolationClock(connection, fullSince: since) + configuration.isolateAfter : since + configuration.laggingAfter
             deadline = deadline.map { min($0, due) } ?? due
         }
         return deadline
@@ -93,9 +98,16 @@ extension RelayMachine {
         var isolated: [RelayConnectionID] = []
         for id in fullReceivers.sorted() {
             guard let since = connections[id]?.fullSince else { continue }
-            if now - since >= configuration.isolateAfter {
+            if connections[id]!.lagging {
+                if now - isolationClock(connections[id]!, fullSince: since) >= configuration.isolateAfter { isolated.append(id) }
+            } else if now - since >= configuration.isolateAfter {
                 isolated.append(id)
             } else if now - since >= configuration.laggingAfter, !connections[id]!.lagging {
+                guard isBehindTheOthers(id, since: since) else {
+                    // Not behind the others: the room is held at the pace they all take.
+                    connections[id]!.fullSince = now
+                    continue
+                }
                 connections[id]!.lagging = true
                 statistics.laggingReceivers += 1
                 if case .member(let roomID, _) = connections[id]!.phase {
@@ -106,8 +118,31 @@ extension RelayMachine {
         }
         for id in isolated {
             statistics.slowReceiversDisconnected += 1
-            disconnect(id, .slowReceiver, "fell behind the room: over \(configuration.receiverHighWater) bytes queued for \(configuration.isolateAfter)", now: now)
+            disconnect(id, .slowReceiver, "fell behind the room: over \(configuration.receiverHighWater) bytes queued and nothing taken for \(configuration.isolateAfter)", now: now)
         }
+    }
+
+    /// Where a lagging receiver's isolateAfter counts from: when it last took something from its
+    /// queue, or when it went above the mark if later.
+    func isolationClock(_ connection: Connection, fullSince: ConduitInstant) -> ConduitInstant {
+        max(fullSince, connection.lastTaken ?? fullSince)
+    }
+
+    /// Whether `id`, full since `since`, fell behind the others of its room here: fewer than half
+    /// of the room's other receivers on this relay were above the mark at any time since then.
+    /// (The "a receiver that falls far behind the others": with twenty receivers equally
+    /// starved on a loaded machine, an absolute pace let seven to nine of them lag, and the room
+    /// then ran ahead of them until one was isolated.) Alone in its room, it is behind.
+    func isBehindTheOthers(_ id: RelayConnectionID, since: ConduitInstant) -> Bool {
+        guard case .member(let roomID, let member)? = connections[id]?.phase, let room = rooms[roomID] else { return true }
+        var others = 0
+        var fullToo = 0
+        for (number, other) in room.members where number != member && other.origin == nil && other.grant.canSubscribe {
+            guard let connection = connections[other.connection] else { continue }
+            others += 1
+            if connection.fullSince != nil || (connection.fullEndedAt.map { $0 >= since } ?? false) { fullToo += 1 }
+        }
+        return others == 0 || fullToo * 2 < others
     }
 
     /// Receivers whose reliable queue reached its cap during one fan-out: isolated after it, so

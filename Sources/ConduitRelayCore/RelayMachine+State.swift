@@ -28,8 +28,14 @@ extension RelayMachine {
         var unreliableDropped = 0
         /// When the queue went above the high-water mark (nil: below it, or back under half).
         var fullSince: ConduitInstant?
-        /// Above the mark for `laggingAfter`: no longer holds the room's senders back.
+        /// Above the mark for `laggingAfter` while most of the room was not: no longer holds the
+        /// room's senders back.
         var lagging = false
+        /// When the queue last came back under half the mark (RelayMachine+Backpressure.swift:
+        /// whether the others were full too while this one was).
+        var fullEndedAt: ConduitInstant?
+        /// When its link last took something from the queue (isolateAfter counts from here).
+        var lastTaken: ConduitInstant?
 
         /// Queues `frame` under the receiver's caps (see `RelayMachine.deliver`). Called as
         /// `connections.values[index].enqueue(…)`: through the index the entry is changed in place.

@@ -105,6 +105,7 @@ public struct RelayMachine: Sendable {
         let (count, expired) = connections.values[index].drain(into: &batch, maxBytes: maxBytes, now: now)
         statistics.expiredInRelay += expired
         if let now { latestNow = max(latestNow, now) }
+        if count + expired > 0 { connections.values[index].lastTaken = latestNow }
         noteDrained(id)
         return count
     }

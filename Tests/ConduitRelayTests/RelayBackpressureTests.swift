@@ -64,7 +64,58 @@ import Testing
         h.clients["carol"]!.stalled = false
         h.pump()
         let carol = h.take("carol")
-        #expect(carol.last == .disconnected(.slowReceiver, "fell behind the room: over 16384 bytes queued for 10.0 seconds"))
+        #expect(carol.last == .disconnected(.slowReceiver, "fell behind the room: over 16384 bytes queued and nothing taken for 10.0 seconds"))
+        #expect(h.relay.statistics.refusals.isEmpty)
+    }
+
+    @Test func aLaggingReceiverThatKeepsTakingIsNotIsolatedUntilItStops() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10)))
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+        h.advance(by: .milliseconds(1_100))
+        #expect(h.relay.statistics.laggingReceivers == 1)
+
+        // At 5 s carol's link takes one frame: still far above the mark, but moving.
+        h.advance(by: .milliseconds(3_900))
+        var batch = DatagramBatch()
+        #expect(h.relay.pollTransmit(connection(h, "carol"), into: &batch, maxBytes: 1, now: h.now) == 1)
+        #expect(h.relay.queuedBytes(connection(h, "carol")) > highWater)
+        // 10 s after she went above the mark she is still a member: isolateAfter counts from 5 s.
+        h.advance(by: .seconds(6))
+        #expect(h.relay.statistics.slowReceiversDisconnected == 0)
+        #expect(h.relay.members(of: "room").count == 3)
+        // Nothing more taken for isolateAfter: isolated.
+        h.advance(by: .seconds(4))
+        #expect(h.relay.statistics.slowReceiversDisconnected == 1)
+        #expect(h.relay.members(of: "room").values.sorted() == ["alice", "bob"])
+    }
+
+    @Test func aRoomWhoseReceiversAreAllBehindMovesAtTheirPaceAndNobodyLags() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10)))
+        h.clients["bob"]!.stalled = true
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+        #expect(h.relay.queuedBytes(connection(h, "bob")) > highWater)
+        #expect(h.relay.queuedBytes(connection(h, "carol")) > highWater)
+
+        // Both are full for longer than the grace: neither is behind the other, so nobody lags,
+        // the sender stays held, and nobody is isolated, however long it lasts.
+        h.advance(by: .seconds(12))
+        #expect(h.relay.statistics.laggingReceivers == 0)
+        #expect(h.relay.statistics.slowReceiversDisconnected == 0)
+        #expect(h.relay.isReadPaused(connection(h, "alice")))
+
+        // bob catches up; carol, still stalled, is now behind the others: she lags once a grace
+        // has passed with bob under the mark, and the room moves on without her.
+        h.clients["bob"]!.stalled = false
+        h.pump()
+        h.advance(by: .milliseconds(2_100))
+        #expect(h.relay.statistics.laggingReceivers == 1)
+        #expect(h.messages("bob", main).map(\.1) == texts(150))
+        #expect(h.relay.members(of: "room").count == 3)
+        h.clients["carol"]!.stalled = false
+        h.pump()
+        #expect(h.messages("carol", main).map(\.1) == texts(150))
         #expect(h.relay.statistics.refusals.isEmpty)
     }
 
