@@ -118,7 +118,10 @@ if printf '%s\n' "$@" | grep -qx -- --filter; then
 else
     source Scripts/suites.sh
     run_pass most "$@" --skip "$heavy" --skip "$simulations"
-    run_pass heavy "$@" --filter "$heavy"
+    # One heavy suite at a time: together, slowed 5-15x, they starved each other (in the first
+    # CI run with the shard backpressure test beside the others, a receiver fell past its cap and
+    # pingers' links did not open in time, twice; each passes alone under the sanitizer).
+    for suite in ${heavy//|/ }; do run_pass "heavy-$suite" "$@" --filter "$suite"; done
     run_pass simulations "$@" --filter "$simulations"
 fi
 echo "Scripts/sanitizers.sh: no $sanitizer sanitizer report, every test passed"
