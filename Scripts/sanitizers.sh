@@ -122,6 +122,9 @@ else
     # CI run with the shard backpressure test beside the others, a receiver fell past its cap and
     # pingers' links did not open in time, twice; each passes alone under the sanitizer).
     for suite in ${heavy//|/ }; do run_pass "heavy-$suite" "$@" --filter "$suite"; done
-    run_pass simulations "$@" --filter "$simulations"
+    # The simulations one suite at a time as well: beside the synchronous engine simulations, the
+    # conference on virtual time (real tasks behind a virtual clock) fell behind under
+    # ThreadSanitizer twice ("the relay did not answer the join"); alone it passes.
+    for suite in ${simulations//|/ }; do run_pass "simulations-$suite" "$@" --filter "$suite"; done
 fi
 echo "Scripts/sanitizers.sh: no $sanitizer sanitizer report, every test passed"
