@@ -65,7 +65,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -217,7 +216,6 @@ let package = Package(
             dependencies: ["ConduitARQ",
                 "ConduitCore", "ConduitRooms", "ConduitRelayCore", "ConduitDriver",
                 "ConduitReliableTransport",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .target(name: "ConduitNATS", condition: .when(traits: ["NATS"])),  // --cluster (issue 16)
             ],

@@ -1,7 +1,6 @@
 public import ConduitCore
 public import ConduitRooms
 public import ConduitRelayCore
-import Crypto
 
 /// A join token: who may join which room with which rights, until when. Minted by the app's
 /// server (or `conduit token`) with the relay's secret, verified by the relay.
@@ -84,7 +83,7 @@ public struct RelayToken: Sendable, Hashable {
     /// The token as text, signed with `secret`.
     public func signed(with secret: RelaySecret) -> String {
         let head = Self.prefix + Base64URL.encode(payload)
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(head.utf8), using: secret.key)
+        let mac = HMACSHA256.authenticationCode(for: Array(head.utf8), key: secret.key)
         return head + "." + Base64URL.encode(Array(mac))
     }
 
@@ -98,7 +97,7 @@ public struct RelayToken: Sendable, Hashable {
             return .failure(.tokenMalformed)
         }
         let head = prefix + parts[0]
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Array(head.utf8), using: secret.key) else {
+        guard HMACSHA256.isValid(mac, for: Array(head.utf8), key: secret.key) else {
             return .failure(.tokenTampered)
         }
         guard let token = decode(payload) else { return .failure(.tokenMalformed) }
@@ -145,9 +144,9 @@ public struct RelayToken: Sendable, Hashable {
 
 /// The relay's signing secret (HMAC-SHA256 key). At least 16 bytes.
 public struct RelaySecret: Sendable {
-    /// Kept as bytes: this swift-crypto's `SymmetricKey` is not `Sendable`.
     let bytes: [UInt8]
-    var key: SymmetricKey { SymmetricKey(data: bytes) }
+    /// The key with its padded blocks hashed once, not per token.
+    let key: HMACSHA256.Key
 
     /// Uses `bytes` as the secret. Throws `invalidConfiguration` if shorter than 16 bytes.
     public init(bytes: [UInt8]) throws(ConduitError) {
@@ -155,6 +154,7 @@ public struct RelaySecret: Sendable {
             throw ConduitError(.invalidConfiguration, "the relay secret is \(bytes.count) bytes; at least 16 are needed")
         }
         self.bytes = bytes
+        self.key = HMACSHA256.Key(bytes)
     }
 
     /// The contents of a secret file: surrounding whitespace (a trailing newline) is not part of it.
