@@ -4,7 +4,7 @@
 # processes on 127.0.0.1 with a scripted exchange, checking what each side printed.
 set -euo pipefail
 cd "$(dirname "$0")"
-bin=$(swift build --show-bin-path)
+bin=${EXAMPLES_BIN:-$(swift build --show-bin-path)}  # CI builds them in the package's own .build
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
