@@ -49,4 +49,33 @@ import Testing
         #expect(h.clients["alice"]!.machine.statistics.bytesSent == 10)
         #expect(h.clients["bob"]!.machine.statistics.bytesDelivered == 10)
     }
+
+    /// A closed session may be made again with its type, and its receivers' inbound session
+    /// carries on; with another type it is refused at once (`invalidType`), never made only for
+    /// its frames to be dropped at every receiver, and neither may a type other senders announced
+    /// be changed.
+    @Test func aStreamKeepsItsTypeWhenItIsMadeAgain() {
+        var h = room(["alice", "bob", "carol"])
+        let key = SessionKey(streamID: 101)
+        let bob: PeerID = "bob"
+        #expect(h.clients["bob"]!.machine.makeOutbound(key, type: .unreliableBytes, now: h.now) == DataSessionFailReason.none)
+        h.pump()
+        h.acceptAll("alice")
+        h.clients["bob"]!.machine.closeOutbound(key)
+        h.pump()
+        #expect(h.clients["bob"]!.machine.makeOutbound(key, type: .reliableMessage, now: h.now) == .invalidType)
+        #expect(h.clients["bob"]!.machine.enqueue(key, bytes: [1], timestamp: 0, now: h.now) == .failed(.closed(.sessionEnd)))
+        // Carol heard of the stream too: she may not send on it with another type either.
+        #expect(h.clients["carol"]!.machine.makeOutbound(key, type: .reliableMessage, now: h.now) == .invalidType)
+        #expect(h.clients["bob"]!.machine.makeOutbound(key, type: .unreliableBytes, now: h.now) == DataSessionFailReason.none)
+        _ = h.take("alice")
+        h.send("bob", key, "again")
+        h.drainEvents("alice")
+        let received = h.take("alice").compactMap { event -> [UInt8]? in
+            guard case .received(key, bob, .fragment(let fragment)) = event else { return nil }
+            return fragment.bytes
+        }
+        #expect(received == [Array("again".utf8)])
+        #expect(h.clients["alice"]!.machine.statistics.droppedClosedSession == 0)
+    }
 }

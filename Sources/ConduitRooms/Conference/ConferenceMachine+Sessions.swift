@@ -14,8 +14,13 @@ extension ConferenceMachine {
             guard let id = subgroupIDs[name], subgroupDataSession[name] == true else { return .internal }
             subgroupID = id
         }
-        // A subgroup session closed by leaving the subgroup may be made again after rejoining.
+        // A closed session may be made again (after leaving and rejoining its subgroup, too).
         if sessions.outboundType(key) != nil, sessions.outboundCloseReason(key) == nil { return .alreadyExist }
+        // But a stream keeps one type in a room: a receiver holds one inbound session per stream,
+        // for every sender, of the type first announced, and could only drop frames of another
+        // (the fuzzer's relay-machine target found bob's reliable messages dropped so at alice
+        // after he re-made his closed unreliable-bytes stream 101 as reliable messages).
+        if let known = sessions.outboundType(key) ?? sessions.inboundType(key), known != type { return .invalidType }
         sessions.openOutbound(key, type: type, subgroupID: subgroupID, options: options, now: now)
         return .none
     }
