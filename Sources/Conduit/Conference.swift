@@ -80,7 +80,10 @@ public final class Conference: Sendable {
 
     /// `makeOutboundDataSession` of the room (subgroup nil) or of a subgroup this side subscribed
     /// to with `dataSession: true`. Sends go to everyone in scope until ``OutboundDataSession/changeDestination(_:)``.
-    /// `options` sets its priority and its own rate cap, as for a call's.
+    /// `options` sets its priority and its own rate cap, as for a call's. A stream keeps one type
+    /// in a room: a closed session may be made again with its type; another type than this
+    /// side's earlier session on the stream, or than other senders announced on it, fails with
+    /// `invalidType` (receivers share one inbound session per stream, of one type).
     public func makeOutboundDataSession(
         streamID: StreamID, type: SessionType, subgroup: SubgroupName? = nil, options: OutboundSessionOptions = .init()
     ) async throws(ConduitError) -> OutboundDataSession {
