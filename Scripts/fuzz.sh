@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes Conduit's parsers with libFuzzer and AddressSanitizer (issue 18).
 #
-#   bash Scripts/fuzz.sh [target...] [--seconds N | --runs N] [--jobs N] [--release]
+#   bash Scripts/fuzz.sh [target...] [--seconds N | --runs N] [--jobs N] [--release] [--skip-build]
 #                                     (default: every target, 60 s each, as many at once as cores)
 #   bash Scripts/fuzz.sh --list
 #
@@ -10,6 +10,9 @@
 # unspecialized generics and reference counting dominate each input. Checks are the same: the
 # harnesses' invariants and the library's preconditions stay in -O, and -assert-config Debug keeps
 # assert() too. A cold release build takes longer, so CI keeps the debug one for its short runs.
+# --skip-build: run the conduit-fuzz already in the scratch path. CI does, after
+# `Scripts/sanitizers.sh address` built the suite there (with --build-tests, which links
+# conduit-fuzz too): building the product alone compiles the modules with other flags (45 s).
 #
 # Builds `conduit-fuzz` once (Scripts/asan-fuzz-flags.sh: AddressSanitizer, libFuzzer's coverage
 # and driver, every trait; scratch path .build-asan, the build `Scripts/sanitizers.sh address`
@@ -28,6 +31,7 @@ configuration=(-c debug)
 limit=(-max_total_time=60)
 targets=()
 list=false
+skip_build=false
 jobs="$(nproc 2>/dev/null || echo 1)"
 
 while [ $# -gt 0 ]; do
@@ -36,8 +40,9 @@ while [ $# -gt 0 ]; do
         --runs) limit=(-runs="$2"); shift 2 ;;
         --jobs) jobs="$2"; shift 2 ;;
         --list) list=true; shift ;;
+        --skip-build) skip_build=true; shift ;;
         --release) scratch=.build-fuzz-release; configuration=(-c release -Xswiftc -assert-config -Xswiftc Debug); shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         -*) echo "Scripts/fuzz.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -45,9 +50,13 @@ done
 
 source Scripts/asan-fuzz-flags.sh
 start=$SECONDS
-echo "Scripts/fuzz.sh: building conduit-fuzz (libFuzzer + AddressSanitizer) in $scratch"
-swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" \
-    --scratch-path "$scratch" --product conduit-fuzz 2>&1 | grep -E "error|warning: |Build of product" | grep -v "Cannot export local symbol" || true
+if $skip_build; then
+    echo "Scripts/fuzz.sh: using the conduit-fuzz already built in $scratch"
+else
+    echo "Scripts/fuzz.sh: building conduit-fuzz (libFuzzer + AddressSanitizer) in $scratch"
+    swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" \
+        --scratch-path "$scratch" --product conduit-fuzz 2>&1 | grep -E "error|warning: |Build of product" | grep -v "Cannot export local symbol" || true
+fi
 binary="$(swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" --scratch-path "$scratch" --show-bin-path)/conduit-fuzz"
 [ -x "$binary" ] || { echo "Scripts/fuzz.sh: the build failed (no $binary)" >&2; exit 1; }
 echo "Scripts/fuzz.sh: built in $((SECONDS - start)) s"
