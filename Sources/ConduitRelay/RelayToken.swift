@@ -144,7 +144,6 @@ public struct RelayToken: Sendable, Hashable {
 
 /// The relay's signing secret (HMAC-SHA256 key). At least 16 bytes.
 public struct RelaySecret: Sendable {
-    let bytes: [UInt8]
     /// The key with its padded blocks hashed once, not per token.
     let key: HMACSHA256.Key
 
@@ -153,7 +152,6 @@ public struct RelaySecret: Sendable {
         guard bytes.count >= 16 else {
             throw ConduitError(.invalidConfiguration, "the relay secret is \(bytes.count) bytes; at least 16 are needed")
         }
-        self.bytes = bytes
         self.key = HMACSHA256.Key(bytes)
     }
 
