@@ -4,6 +4,8 @@
 #
 #   bash Scripts/sanitizers.sh thread  [test binary options, e.g. --filter ConduitUDPTests]
 #   bash Scripts/sanitizers.sh address [...]      AddressSanitizer with leak checking
+#   bash Scripts/sanitizers.sh thread|address --build-only    only the build
+#   bash Scripts/sanitizers.sh thread|address --skip-build [...]  only the tests, from that build
 #
 # Each sanitizer builds in its own scratch path (.build-tsan, .build-asan), beside the debug build;
 # the address build is the one Scripts/fuzz.sh builds conduit-fuzz in (Scripts/asan-fuzz-flags.sh).
@@ -14,8 +16,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-sanitizer="${1:?usage: bash Scripts/sanitizers.sh thread|address [test options]}"
+sanitizer="${1:?usage: bash Scripts/sanitizers.sh thread|address [--build-only|--skip-build] [test options]}"
 shift
+build=true tests=true
+case "${1:-}" in
+    --build-only) tests=false; shift ;;
+    --skip-build) build=false; shift ;;
+esac
 case "$sanitizer" in
     thread) scratch=.build-tsan; prefix=tsan ;;
     address) scratch=.build-asan; prefix=asan ;;
@@ -42,7 +49,7 @@ if grep -nE '^[a-z_]+:[^#]*[$].' Scripts/sanitizers/*.supp >&2; then
     echo "error: a suppression above has \"\$\" before its end, so it matches nothing (drop the \$)" >&2; exit 1
 fi
 
-if [ "$sanitizer" = thread ]; then
+if [ "$sanitizer" = thread ] && $tests; then
     start=$SECONDS
     probe="$reports/mutex-probe"
     swiftc -sanitize=thread -g -swift-version 6 -parse-as-library -package-name conduit -o "$probe" \
@@ -68,8 +75,12 @@ else
     flags=(--enable-all-traits --sanitize thread)
 fi
 start=$SECONDS
-swift build --build-tests "${flags[@]}" --scratch-path "$scratch"
-echo "built with --sanitize $sanitizer in $((SECONDS - start)) s"
+if $build; then
+    swift build --build-tests "${flags[@]}" --scratch-path "$scratch"
+    echo "built with --sanitize $sanitizer in $((SECONDS - start)) s"
+fi
+$tests || exit 0
+[ -x "$scratch/debug/conduitPackageTests.xctest" ] || { echo "error: no test bundle in $scratch (build it first)" >&2; exit 1; }
 # CONDUIT_FUZZ (from asan-fuzz-flags.sh) only switches the manifest to the fuzzing build. The
 # library refuses CONDUIT_ variables it does not know, so the suite must not inherit it: with it,
 # every test that reads the environment's configuration failed under AddressSanitizer.
