@@ -40,20 +40,10 @@ extension ConferenceMachine {
         return member == 0 ? nil : members[member]?.peer
     }
 
-    /// Offers one `send`: size and state are checked now, as for a 1:1 call.
-    public mutating func enqueue(_ key: SessionKey, bytes: [UInt8], timestamp: UInt64, now: ConduitInstant) -> EnqueueResult {
-        sessions.enqueue(key, bytes: bytes, timestamp: timestamp, now: now)
-    }
-
-    /// Closes an outbound session gracefully: queued messages still go, then the close.
-    public mutating func closeOutbound(_ key: SessionKey) { sessions.closeOutbound(key) }
+    // Sending (`enqueue`), a graceful close (`closeOutbound`) and accepting an announced stream
+    // (`makeInbound`) are the call's operations to the letter: they come from `SessionLayerBacked`.
 
     // MARK: Receiver side
-
-    /// `makeInboundDataSession`: after `dataSessionIncoming` for `key`.
-    public mutating func makeInbound(_ key: SessionKey, expectedType: SessionType? = nil) -> DataSessionFailReason {
-        sessions.makeInbound(key, expectedType: expectedType, hostIsConnected: isConnected)
-    }
 
     /// `unsupportInboundDataSession` in a group call: this receiver stops getting the stream (the
     /// relay stops forwarding it here); the senders keep sending to everyone else.
