@@ -95,20 +95,35 @@ struct RelayUDPTests {
                 return bySender
             }
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (index, session) in outbound.enumerated() {
-                let name = members[index].0.rawValue
-                group.addTask {
-                    for sequence in 0..<perPeer {
-                        let padding = String(repeating: ".", count: 40 + (sequence * 37 + index * 11) % 400)
-                        try await session.send(Array("\(name)#\(sequence)#\(padding)".utf8))
+        // Every wait below ends: a send waiting for window space and a receiver waiting for a
+        // message that never comes are cancelled when their time is up, and the test then fails
+        // saying what arrived. A wait that did not end kept the test past its time limit, and the
+        // whole test run with it (under AddressSanitizer in a CI check of stop 28).
+        let senders = outbound
+        let names = members.map(\.0.rawValue)
+        try await within("every member sends \(perPeer) messages", limit: .seconds(150)) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, session) in senders.enumerated() {
+                    let name = names[index]
+                    group.addTask {
+                        for sequence in 0..<perPeer {
+                            let padding = String(repeating: ".", count: 40 + (sequence * 37 + index * 11) % 400)
+                            try await session.send(Array("\(name)#\(sequence)#\(padding)".utf8))
+                        }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
+        let receiveDeadline = ContinuousClock.now + .seconds(150)
         for (index, receiver) in receivers.enumerated() {
-            let bySender = try await within("peer\(index) receives \(expected) messages", limit: .seconds(150)) { await receiver.value }
+            let timer = Task {
+                try await Task.sleep(until: receiveDeadline)
+                receiver.cancel()
+            }
+            let bySender = await receiver.value
+            timer.cancel()
+            #expect(ContinuousClock.now < receiveDeadline, "peer\(index) was still waiting for messages after 150 s")
             #expect(bySender.count == peers - 1, "peer\(index) heard from \(bySender.count) senders")
             #expect(bySender[members[index].0] == nil, "peer\(index) heard itself")
             for (sender, indices) in bySender {
