@@ -256,6 +256,11 @@ public actor RelayServer {
                 let end = cluster == nil ? batch.count : min(batch.count, next + Self.clusterReadPart)
                 next = ingest(id, batch, from: next, to: end)
                 guard next < batch.count else { break }
+                // Let the other shards' messages in before the next part: a `pressure` waiting
+                // behind this read is applied then, not after the whole read (a reliable link
+                // hands over everything ready, up to its 4 MiB receive window). Neither wait below
+                // suspends while the sender may go on and the bus has room.
+                await Task.yield()
                 await waitForResume(id)
                 await waitForClusterRoom()
             }
