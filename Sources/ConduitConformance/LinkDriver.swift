@@ -36,13 +36,28 @@ actor LinkDriver: SansIODriverHost {
         }
     }
 
-    /// Waits until `condition` holds for the events so far; false after `timeout`.
-    func wait(timeout: Duration = .seconds(20), until condition: @escaping @Sendable ([CallEvent]) -> Bool) async -> Bool {
+    /// Waits until `condition` holds for the events so far; false once `timeout` passes with no new
+    /// event. A wait measured from its start failed under ThreadSanitizer in CI: on a slow machine
+    /// a call through 10 % loss was still delivering, steadily, when a fixed 20 s ran out. A stall
+    /// still fails after `timeout`, and `limit` bounds a wait that trickles on.
+    func wait(
+        timeout: Duration = .seconds(20),
+        limit: Duration = .seconds(300),
+        until condition: @escaping @Sendable ([CallEvent]) -> Bool
+    ) async -> Bool {
         if condition(events) { return true }
         nextWaiterID += 1
         let id = nextWaiterID
         let timer = Task {
-            try? await Task.sleep(for: timeout)
+            let clock = ContinuousClock()
+            let end = clock.now.advanced(by: limit)
+            var seen = self.events.count
+            while !Task.isCancelled {
+                try? await Task.sleep(for: timeout)
+                let count = self.events.count
+                if count == seen || clock.now >= end { break }
+                seen = count
+            }
             if !Task.isCancelled { self.expire(id) }
         }
         defer { timer.cancel() }
