@@ -94,7 +94,7 @@ public struct ConduitObservability: Sendable {
         public static let linkBytesReceived = "conduit_link_bytes_received_total"
         /// Counter: frames and datagrams dropped on receipt. Dimensions `transport`, `kind`,
         /// `reason` (`malformed`, `unsupported`, `pending_overflow`, `out_of_state`,
-        /// `unknown_subgroup`, `closed_session`, `unknown_sender`, `reassembly`, `events`: events
+        /// `unknown_subgroup`, `closed_session`, `unknown_sender`, `wrong_type`, `reassembly`, `events`: events
         /// the app did not read in time, as ``Call/droppedEventCount``).
         public static let drops = "conduit_drops_total"
         /// Counter: times a session's queueing delay crossed the `tooLongQueuedData` threshold.

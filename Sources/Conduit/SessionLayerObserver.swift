@@ -22,7 +22,7 @@ struct SessionLayerObserver {
     enum DropReason: String, CaseIterable {
         case malformed, unsupported, pendingOverflow = "pending_overflow", outOfState = "out_of_state"
         case unknownSubgroup = "unknown_subgroup", closedSession = "closed_session", unknownSender = "unknown_sender"
-        case reassembly
+        case wrongType = "wrong_type", reassembly
         /// Call or conference events the app did not read in time (``Call/droppedEventCount``).
         case events
     }
@@ -141,7 +141,7 @@ extension SessionLayerObserver.Snapshot {
         drops = [
             statistics.malformedDatagrams, statistics.droppedUnsupported, statistics.droppedPendingOverflow,
             statistics.droppedOutOfState, statistics.droppedUnknownSubgroup, statistics.droppedClosedSession, 0,
-            reassembly.messagesDroppedOverCapacity + reassembly.messagesDroppedTimedOut + reassembly.messagesEvicted,
+            statistics.droppedWrongType, reassembly.messagesDroppedOverCapacity + reassembly.messagesDroppedTimedOut + reassembly.messagesEvicted,
             eventsDropped,
         ]
     }
@@ -156,7 +156,7 @@ extension SessionLayerObserver.Snapshot {
         drops = [
             statistics.malformedDatagrams, statistics.droppedUnsupported, statistics.droppedPendingOverflow,
             statistics.droppedOutOfState, statistics.droppedUnknownSubgroup, statistics.droppedClosedSession,
-            statistics.droppedUnknownSender, 0, eventsDropped,
+            statistics.droppedUnknownSender, statistics.droppedWrongType, 0, eventsDropped,
         ]
     }
 }

@@ -78,4 +78,25 @@ import Testing
         #expect(received == [Array("again".utf8)])
         #expect(h.clients["alice"]!.machine.statistics.droppedClosedSession == 0)
     }
+
+    /// Two members make the same stream at once with different types, neither hearing of the
+    /// other's first: a receiver keeps one session per stream, of the type announced first, and
+    /// drops the other sender's frames, counted as `droppedWrongType` (not as a closed session's).
+    @Test func aSecondSendersOtherTypeIsDroppedAndCountedAsWrongType() throws {
+        var h = room(["alice", "bob", "carol"])
+        let key = SessionKey(streamID: 102)
+        #expect(h.clients["carol"]!.machine.makeOutbound(key, type: .unreliableMessage, now: h.now) == DataSessionFailReason.none)
+        #expect(h.clients["bob"]!.machine.makeOutbound(key, type: .reliableMessage, now: h.now) == DataSessionFailReason.none)
+        h.pump()
+        h.acceptAll("alice")
+        let announced = try #require(h.clients["alice"]!.machine.inboundType(key))
+        let (kept, other) = announced == .unreliableMessage ? ("carol", "bob") : ("bob", "carol")
+        h.send(kept, key, "kept")
+        h.send(other, key, "dropped")
+        h.drainEvents("alice")
+        #expect(h.messages("alice", key).map(\.1) == ["kept"])
+        #expect(h.clients["alice"]!.machine.inboundStatistics(key)?.droppedWrongType == 1)
+        #expect(h.clients["alice"]!.machine.statistics.droppedWrongType == 1)
+        #expect(h.clients["alice"]!.machine.statistics.droppedClosedSession == 0)
+    }
 }

@@ -66,6 +66,8 @@ public struct CallStatistics: Sendable, Hashable {
     public var droppedUnknownSubgroup = 0
     /// Data for an inbound session the app already closed or that the sender closed.
     public var droppedClosedSession = 0
+    /// Data of another type than its stream was announced with.
+    public var droppedWrongType = 0
     /// Whole messages delivered to the app.
     public var messagesDelivered = 0
     /// Bytes-type fragments delivered to the app.

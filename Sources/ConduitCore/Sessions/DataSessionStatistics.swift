@@ -31,8 +31,12 @@ public struct InboundDataSessionStatistics: Sendable, Hashable {
     /// Unreliable data dropped because it arrived before the app made the session and past
     /// `maxPendingInboundBytes` (messages or fragments).
     public var droppedPendingOverflow = 0
-    /// Data that arrived after the session closed, or with another type than announced.
+    /// Data that arrived after the session closed.
     public var droppedAfterClose = 0
+    /// Data of another type than the stream was announced with: in a room, a second sender that
+    /// made the stream with another type (the receiver keeps one session per stream, of the type
+    /// first announced; the sender is not told, as with a receiver that declined the stream).
+    public var droppedWrongType = 0
 
     /// Statistics with every counter at zero.
     public init() {}

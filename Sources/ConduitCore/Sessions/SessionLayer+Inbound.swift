@@ -104,8 +104,15 @@ extension SessionLayer {
         guard let index, let isAccepted = { (session: inout InboundSessionState<Host.Sender>) -> Bool? in
             session.closeReason == nil && session.type == type ? session.isAccepted : nil
         }(&inbound.values[index]) else {
-            statistics.droppedClosedSession += 1
-            inboundStatistics[key, default: InboundDataSessionStatistics()].droppedAfterClose += 1
+            if let index, inbound.values[index].closeReason == nil {
+                // Open, of another type: in a room, a second sender made the stream with another
+                // type than the first announced (one session per stream holds one type).
+                statistics.droppedWrongType += 1
+                inboundStatistics[key, default: InboundDataSessionStatistics()].droppedWrongType += 1
+            } else {
+                statistics.droppedClosedSession += 1
+                inboundStatistics[key, default: InboundDataSessionStatistics()].droppedAfterClose += 1
+            }
             return
         }
         let delivery: InboundDelivery

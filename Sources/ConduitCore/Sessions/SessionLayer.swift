@@ -152,6 +152,7 @@ package protocol SessionStatistics: Sendable {
     var droppedOutOfState: Int { get set }
     var droppedUnsupported: Int { get set }
     var droppedClosedSession: Int { get set }
+    var droppedWrongType: Int { get set }
     var droppedPendingOverflow: Int { get set }
     var messagesDelivered: Int { get set }
     var fragmentsDelivered: Int { get set }

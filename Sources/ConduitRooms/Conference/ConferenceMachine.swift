@@ -212,6 +212,8 @@ public struct ConferenceStatistics: Sendable, Hashable {
     public var droppedUnsupported = 0
     /// Data of a session already closed; dropped.
     public var droppedClosedSession = 0
+    /// Data of another type than its stream was first announced with (by another sender); dropped.
+    public var droppedWrongType = 0
     /// Data for an announced stream beyond `maxPendingInboundBytes` before the app accepted it; dropped.
     public var droppedPendingOverflow = 0
     /// Frames that came in the wrong phase (before joining, after ending); dropped.
