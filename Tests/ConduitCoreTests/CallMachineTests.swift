@@ -977,12 +977,13 @@ struct CallMachineMalformedTests {
         #expect(machine.pollEvent() == nil)
     }
 
-    @Test("data whose type contradicts the announced one is dropped")
+    @Test("data whose type contradicts the announced one is dropped, counted as of the wrong type")
     func typeMismatch() {
         var harness = CallHarness.connected()
         harness.open(mainStream, .reliableMessage)
         harness.b.handle(batch: Frames.fragment([1, 2], type: .unreliableBytes, messageID: 0, timestamp: 0), now: harness.now)
-        #expect(harness.b.statistics.droppedClosedSession == 1)
+        #expect(harness.b.statistics.droppedWrongType == 1)
+        #expect(harness.b.statistics.droppedClosedSession == 0)
         #expect(harness.takeEventsB() == [])
     }
 }
