@@ -74,7 +74,9 @@ run_twice_on_failure() {
     if [ -n "$retry" ]; then
         swift test --enable-all-traits --skip-build --filter "$retry"
     else
-        swift test --enable-all-traits --skip-build "$@"
+        local rest=() arg
+        for arg in "$@"; do [ "$arg" = --skip-build ] || rest+=("$arg"); done
+        swift test --enable-all-traits --skip-build "${rest[@]}"
     fi
 }
 run_twice_on_failure --skip "$heavy|$simulations"
