@@ -183,10 +183,14 @@ public final class Conference: Sendable {
     public var channels: [ChannelLabel: ChannelInfo] { get async { await engine.channels } }
 
     /// Sends on a labeled channel declared with `sendrecv` or `sendonly` (compressed with zlib
-    /// if declared with `compress`). False if the queue is full.
+    /// if declared with `compress`). The queue that data tracks and labeled channels share is
+    /// bounded (`maxQueuedBytesPerSession`): when it is full, returns false at once, or with
+    /// `waitForRoom`, waits until it has room (backpressure, as a session's `send`) and returns
+    /// true. Throws if the channel is not declared for sending, the message is too large or the
+    /// conference has ended.
     @discardableResult
-    public func sendChannelMessage(_ label: ChannelLabel, _ bytes: [UInt8]) async throws(ConduitError) -> Bool {
-        try await engine.sendChannel(label, bytes: bytes)
+    public func sendChannelMessage(_ label: ChannelLabel, _ bytes: [UInt8], waitForRoom: Bool = false) async throws(ConduitError) -> Bool {
+        try await engine.sendChannel(label, bytes: bytes, waitForRoom: waitForRoom)
     }
 
     /// Leaves the room (`leaveConference`): sessions close with `sessionEnd`, events end with
@@ -276,11 +280,13 @@ public final class LocalDataTrack: Sendable {
     }
 
     /// Sends one message (up to 64 KiB; Twilio recommends at most 16 KiB) to the track's current
-    /// subscribers. False if the send queue is full; throws if the track is unpublished or the
-    /// message too large.
+    /// subscribers. When the send queue (shared with labeled channels) is full: false at once, or
+    /// with `waitForRoom`, waits until it has room (backpressure, as a session's `send`) and
+    /// returns true. Throws if the track is unpublished, the message too large or the conference
+    /// has ended.
     @discardableResult
-    public func send(_ bytes: [UInt8]) async throws(ConduitError) -> Bool {
-        try await engine.sendTrack(name, bytes: bytes)
+    public func send(_ bytes: [UInt8], waitForRoom: Bool = false) async throws(ConduitError) -> Bool {
+        try await engine.sendTrack(name, bytes: bytes, waitForRoom: waitForRoom)
     }
 
     /// Stops publishing: members are told `.dataTrackUnpublished`, subscriptions end, and later sends throw.

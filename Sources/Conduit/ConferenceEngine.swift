@@ -23,6 +23,8 @@ actor ConferenceEngine: SessionEngine {
     private var publishWaiters: [ChannelLabel: [CheckedContinuation<Bool, Never>]] = [:]
     private var trackSubscribeWaiters: [TrackKey: [CheckedContinuation<Bool, Never>]] = [:]
     private var remoteTracks: [TrackKey: RemoteDataTrack] = [:]
+    /// Senders waiting for room in the queue that tracks and labeled channels share.
+    private var relayMessageSendWaiters: [CheckedContinuation<Void, Never>] = []
 
     struct TrackKey: Hashable {
         var name: ChannelLabel
@@ -151,6 +153,7 @@ actor ConferenceEngine: SessionEngine {
     /// The conference ended: everyone waiting on the room hears no.
     private func endControlPlane() {
         sessions.resumeAllSenders()
+        controlPlaneRoundEnded()
         for waiters in subscribeWaiters.values { for waiter in waiters { waiter.resume(returning: false) } }
         subscribeWaiters.removeAll()
         for waiters in publishWaiters.values { for waiter in waiters { waiter.resume(returning: false) } }
@@ -213,9 +216,8 @@ actor ConferenceEngine: SessionEngine {
         wakePump()
     }
 
-    func sendTrack(_ name: ChannelLabel, bytes: [UInt8]) throws(ConduitError) -> Bool {
-        let current = now()
-        return try queued(driver.machine.sendTrack(name, bytes: bytes, now: current))
+    func sendTrack(_ name: ChannelLabel, bytes: [UInt8], waitForRoom: Bool) async throws(ConduitError) -> Bool {
+        try await enqueueRelayMessage(waitForRoom: waitForRoom) { machine, now in machine.sendTrack(name, bytes: bytes, now: now) }
     }
 
     func subscribeTrack(_ name: ChannelLabel, of publisher: PeerID) async -> RemoteDataTrack? {
@@ -237,24 +239,43 @@ actor ConferenceEngine: SessionEngine {
 
     // MARK: Labeled channels
 
-    func sendChannel(_ label: ChannelLabel, bytes: [UInt8]) throws(ConduitError) -> Bool {
+    func sendChannel(_ label: ChannelLabel, bytes: [UInt8], waitForRoom: Bool) async throws(ConduitError) -> Bool {
         let compress = driver.machine.channels[label]?.declaration.compress ?? false
-        let current = now()
-        return try queued(driver.machine.sendChannel(label, bytes: compress ? Zlib.compress(bytes) : bytes, compressed: compress, now: current))
+        let body = compress ? Zlib.compress(bytes) : bytes
+        return try await enqueueRelayMessage(waitForRoom: waitForRoom) { machine, now in
+            machine.sendChannel(label, bytes: body, compressed: compress, now: now)
+        }
     }
 
-    /// A track's or channel's enqueue: true if queued, false if its queue is full.
-    private func queued(_ result: EnqueueResult) throws(ConduitError) -> Bool {
-        switch result {
-        case .queued:
-            machineEnqueued()
-            return true
-        case .queueFull:
-            wakePump()
-            return false
-        case .failed(let error):
-            throw error
+    /// A track's or channel's enqueue: true once queued. When the queue they share is full: false
+    /// at once, or with `waitForRoom`, suspended until the pump has drained it to half (see
+    /// ``controlPlaneRoundEnded()``) and tried again, as a session's `send` waits for its queue.
+    private func enqueueRelayMessage(
+        waitForRoom: Bool, _ enqueue: (inout ConferenceMachine, ConduitInstant) -> EnqueueResult
+    ) async throws(ConduitError) -> Bool {
+        while true {
+            let current = now()
+            switch enqueue(&driver.machine, current) {
+            case .queued:
+                machineEnqueued()
+                return true
+            case .queueFull:
+                wakePump()
+                guard waitForRoom else { return false }
+                await withCheckedContinuation { relayMessageSendWaiters.append($0) }
+            case .failed(let error):
+                throw error
+            }
         }
+    }
+
+    /// Wakes the senders the track and channel queue refused once it has room (or the conference
+    /// ended: their retry then throws why).
+    func controlPlaneRoundEnded() {
+        guard !relayMessageSendWaiters.isEmpty, driver.machine.trackQueueHasRoom else { return }
+        let waiters = relayMessageSendWaiters
+        relayMessageSendWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
     }
 
     var channels: [ChannelLabel: ChannelInfo] { driver.machine.channels }

@@ -99,6 +99,9 @@ protocol SessionEngine: SansIODriverHost, OutboundSessionEngine, InboundSessionE
     static var dataFramePrefix: Int { get }
     /// Why creating a session for `key` failed, in words.
     func explain(_ reason: DataSessionFailReason, key: SessionKey) -> String
+    /// After every pump round, for the engine's control plane (a conference wakes the senders
+    /// its track and channel queue refused). Default: nothing.
+    func controlPlaneRoundEnded()
 }
 
 extension SessionEngine {
@@ -163,7 +166,10 @@ extension SessionEngine {
         exportMetrics()
         sessions.resumeRoundWaiters()
         resumeReadingIfNothingHeldBeyondLimit()
+        controlPlaneRoundEnded()
     }
+
+    func controlPlaneRoundEnded() {}
 
     func linkWillClose() {
         // Exported before the close's suspension: whoever sees the engine ended sees its metrics.

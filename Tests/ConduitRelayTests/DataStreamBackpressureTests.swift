@@ -12,10 +12,14 @@ import Testing
     /// Each receiver's stream holds this many bytes before its link stops being read.
     static let bufferBytes = 2_048
 
-    /// Sends `count` numbered messages through `send`, retrying while the sender's queue is full.
-    static func sendNumbers(_ send: (Int) async throws -> Bool) async throws {
-        for number in 0..<count {
-            while try await !send(number) { try await Task.sleep(for: .milliseconds(1)) }
+    /// Sends `count` numbered messages through `send`, which waits while the sender's queue is
+    /// full (`waitForRoom`), in a task of its own: once every queue on the way is full, it waits
+    /// for the reader. It must return true for every message.
+    static func sendNumbers(_ send: @escaping @Sendable (Int) async throws -> Bool) -> Task<Int, any Error> {
+        Task {
+            var queued = 0
+            for number in 0..<count where try await send(number) { queued += 1 }
+            return queued
         }
     }
 
@@ -47,11 +51,33 @@ import Testing
         try await bobLog.wait(for: "the track announced") { if case .dataTrackPublished("whiteboard", by: "alice", _) = $0 { true } else { false } }
         let remote = try #require(await bob.subscribeDataTrack("whiteboard", of: "alice"))
         #expect(remote.messages.capacity == Self.bufferBytes)
-        try await Self.sendNumbers { number in try await board.send(Array("\(number)".utf8)) }
+        let sending = Self.sendNumbers { number in try await board.send(Array("\(number)".utf8), waitForRoom: true) }
         let messages: RemoteDataTrack.Messages = remote.messages
         try await Self.expectHeldThenComplete(messages) { String(decoding: $0, as: UTF8.self) }
+        #expect(try await sending.value == Self.count)
         #expect(await room.server.statistics.slowReceiversDisconnected == 0)
         await alice.leave()
+        await bob.leave()
+        await room.server.shutdown()
+    }
+
+    @Test("a track send waiting for room throws once the conference ends, and does not hang")
+    func aWaitingTrackSendEndsWithTheConference() async throws {
+        let room = try await LoopbackRoom.start(name: "relay-track-wait-end") { $0.inboundBufferBytes = Self.bufferBytes }
+        let (alice, _) = try await room.join("alice")
+        let (bob, bobLog) = try await room.join("bob")
+        let board = try #require(await alice.publishDataTrack("whiteboard"))
+        try await bobLog.wait(for: "the track announced") { if case .dataTrackPublished("whiteboard", by: "alice", _) = $0 { true } else { false } }
+        let remote = try #require(await bob.subscribeDataTrack("whiteboard", of: "alice"))
+        // Bob reads the first message, then no more: every queue on the way fills, and the
+        // sender waits for room until alice leaves.
+        let sending = Self.sendNumbers { number in try await board.send(Array(repeating: UInt8(number & 0xFF), count: 1_024), waitForRoom: true) }
+        var reader = remote.messages.makeAsyncIterator()
+        #expect(await reader.next() != nil)
+        await alice.leave()
+        let result = await sending.result
+        #expect(throws: ConduitError.self) { try result.get() }
+        if case .failure(let error as ConduitError) = result { #expect(error.code == .connectionClosed) }
         await bob.leave()
         await room.server.shutdown()
     }
@@ -67,9 +93,10 @@ import Testing
         #expect(await alice.channels["#log"] != nil)
         #expect(await bob.channels["#log"] != nil)
         try await aliceLog.waitForPeers(["bob"], of: alice)
-        try await Self.sendNumbers { number in try await alice.sendChannelMessage("#log", Array("\(number)".utf8)) }
+        let sending = Self.sendNumbers { number in try await alice.sendChannelMessage("#log", Array("\(number)".utf8), waitForRoom: true) }
         let messages: Conference.ChannelMessages = bob.channelMessages
         try await Self.expectHeldThenComplete(messages) { String(decoding: $0.message, as: UTF8.self) }
+        #expect(try await sending.value == Self.count)
         #expect(await room.server.statistics.slowReceiversDisconnected == 0)
         await alice.leave()
         await bob.leave()

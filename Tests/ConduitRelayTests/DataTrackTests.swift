@@ -70,6 +70,34 @@ import Testing
         #expect({ if case .failed = after { true } else { false } }())
     }
 
+    @Test("the queue tracks and channels share: full, room again at half, and nothing queued once the conference ended")
+    func theSharedQueueRefusesThenHasRoomAndRefusesAfterTheEnd() {
+        var session = CallConfiguration(rateLimit: .unlimited)
+        session.maxQueuedBytesPerSession = 4_096
+        var h = RoomHarness()
+        for name in ["alice", "bob"] { h.join(name, session: session) }
+        h.advance(by: .seconds(1))
+        _ = h.clients["alice"]!.machine.publishTrack("whiteboard", reliability: .reliableOrdered)
+        h.pump()
+        // Not pumped: the queue fills; the first message past the cap is refused.
+        var queued = 0
+        while case .queued = h.clients["alice"]!.machine.sendTrack("whiteboard", bytes: Array(repeating: 7, count: 1_000), now: h.now) { queued += 1 }
+        // Each message is one frame: its 1,000 bytes behind a track header and a data frame header.
+        #expect(queued == 4_096 / (1_000 + TrackFrameHeader.size + DataFrameHeader.size))
+        #expect(!h.clients["alice"]!.machine.trackQueueHasRoom)
+        h.pump()
+        #expect(h.clients["alice"]!.machine.trackQueueHasRoom)
+        #expect({ if case .queued = h.clients["alice"]!.machine.sendTrack("whiteboard", bytes: [1], now: h.now) { true } else { false } }())
+        // Ended, its queue is gone: a send fails saying so (it used to be queued where nothing
+        // would ever send it), and a sender waiting for room is let go to find that out.
+        h.clients["alice"]!.machine.leave()
+        #expect(h.clients["alice"]!.machine.trackQueueHasRoom)
+        let track = h.clients["alice"]!.machine.sendTrack("whiteboard", bytes: [2], now: h.now)
+        #expect({ if case .failed(let error) = track { error.code == .connectionClosed } else { false } }())
+        let channel = h.clients["alice"]!.machine.sendChannel("#any", bytes: [3], compressed: false, now: h.now)
+        #expect({ if case .failed(let error) = channel { error.code == .connectionClosed } else { false } }())
+    }
+
     @Test func aTrackAnnouncedBeforeItsPublisherIsListedComesWithThePeer() {
         var h = room(["alice", "bob"])
         h.join("carol")

@@ -23,13 +23,14 @@ extension ConferenceMachine {
     /// `compressed` says the bytes are already zlib-compressed (the runtime does that when the
     /// channel was declared with `compress`).
     public mutating func sendChannel(_ label: ChannelLabel, bytes: [UInt8], compressed: Bool, now: ConduitInstant) -> EnqueueResult {
+        if let ended = endedFailure { return ended }
         guard let info = channelInfos[label], info.declaration.direction.sends else {
             return .failed(ConduitError(.sessionClosed, "channel \(label) is not declared for sending"))
         }
         guard bytes.count <= ChannelFrameHeader.maxMessageBytes else {
             return .failed(ConduitError(.messageTooLarge, "\(bytes.count) bytes exceed the \(ChannelFrameHeader.maxMessageBytes)-byte limit of a channel message"))
         }
-        guard trackQueuedBytes == 0 || trackQueuedBytes + bytes.count <= configuration.session.maxQueuedBytesPerSession else { return .queueFull }
+        guard trackQueueFits(bytes.count) else { return .queueFull }
         let header = ChannelFrameHeader(channelID: info.channelID, reliability: info.declaration.reliability, compressed: compressed, sender: 0).bytes
         let messageID = channelMessageIDs[info.channelID, default: 0]
         channelMessageIDs[info.channelID] = messageID &+ 1

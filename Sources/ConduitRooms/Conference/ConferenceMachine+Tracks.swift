@@ -38,18 +38,37 @@ extension ConferenceMachine {
     /// Queues one message on a published track. Messages larger than a datagram are fragmented;
     /// with `maxPacketLifeTime`, the time a message waits here counts against its lifetime.
     public mutating func sendTrack(_ name: ChannelLabel, bytes: [UInt8], now: ConduitInstant) -> EnqueueResult {
+        if let ended = endedFailure { return ended }
         guard let track = localTracks[name], let id = track.trackID else {
             return .failed(ConduitError(.sessionClosed, "track \(name) is not published"))
         }
         guard bytes.count <= TrackFrameHeader.maxMessageBytes else {
             return .failed(ConduitError(.messageTooLarge, "\(bytes.count) bytes exceed the \(TrackFrameHeader.maxMessageBytes)-byte limit of a track message"))
         }
-        guard trackQueuedBytes == 0 || trackQueuedBytes + bytes.count <= configuration.session.maxQueuedBytesPerSession else { return .queueFull }
+        guard trackQueueFits(bytes.count) else { return .queueFull }
         let messageID = track.nextMessageID
         localTracks[name]!.nextMessageID &+= 1
         let header = TrackFrameHeader(trackID: id, reliability: track.reliability).bytes
         queueRelayMessage(bytes, header: header, id: id, messageID: messageID, channel: FrameTag.trackChannel(id), reliability: track.reliability, now: now)
         return .queued(messageID: messageID)
+    }
+
+    /// Whether a message of `count` bytes fits the queue that tracks and labeled channels share
+    /// (an empty queue takes any message, so one larger than the cap still goes).
+    func trackQueueFits(_ count: Int) -> Bool {
+        trackQueuedBytes == 0 || trackQueuedBytes + count <= configuration.session.maxQueuedBytesPerSession
+    }
+
+    /// Whether a sender the shared track and channel queue refused should try again: the queue is
+    /// at most half full (so waiting senders wake once per half a queue, not once per frame), or
+    /// the conference ended (the retry then fails with why).
+    public var trackQueueHasRoom: Bool {
+        isEnded || trackQueuedBytes <= configuration.session.maxQueuedBytesPerSession / 2
+    }
+
+    /// A send's failure once the conference ended: its queue is gone, so nothing may be queued.
+    var endedFailure: EnqueueResult? {
+        isEnded ? .failed(ConduitError(.connectionClosed, "the conference has ended")) : nil
     }
 
     /// Cuts one track or labeled-channel message into frames behind `header` (which carries `id`)
