@@ -5,7 +5,7 @@ public import ConduitDriver
 /// `LoopbackTransport(hub:)` shares the hub it is given; there is no process-wide hub, so tests
 /// and embedded runtimes are isolated from each other unless they share one on purpose.
 public final class LoopbackHub: Sendable {
-    private let listeners = TSanVisibleMutex<[String: LoopbackListener]>([:])
+    private let table = TSanVisibleMutex(Table())
     private let partitions = TSanVisibleMutex<[String: PartitionSwitch]>([:])
     /// The clock impaired links delay datagrams on: the "network's" time.
     let clock: any ConduitClock
@@ -17,23 +17,46 @@ public final class LoopbackHub: Sendable {
         self.clock = clock
     }
 
+    /// The names bound, and who waits for one to be unbound; one lock, so no unbinding falls
+    /// between a waiter's look and its wait.
+    private struct Table {
+        var listeners: [String: LoopbackListener] = [:]
+        var unbindWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    }
+
     func bind(_ name: String, _ listener: LoopbackListener) throws(ConduitError) {
-        let taken = listeners.withLock { table -> Bool in
-            guard table[name] == nil else { return true }
-            table[name] = listener
+        let taken = table.withLock { table -> Bool in
+            guard table.listeners[name] == nil else { return true }
+            table.listeners[name] = listener
             return false
         }
         if taken { throw ConduitError(.addressInUse, "loopback://\(name) is already listening") }
     }
 
     func unbind(_ name: String, _ listener: LoopbackListener) {
-        listeners.withLock { table in
-            if table[name] === listener { table[name] = nil }
+        let waiters = table.withLock { table -> [CheckedContinuation<Void, Never>] in
+            guard table.listeners[name] === listener else { return [] }
+            table.listeners[name] = nil
+            return table.unbindWaiters.removeValue(forKey: name) ?? []
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     func listener(named name: String) -> LoopbackListener? {
-        listeners.withLock { $0[name] }
+        table.withLock { $0.listeners[name] }
+    }
+
+    /// Returns once nothing listens on `name` (at once if nothing does): for tests that wait for
+    /// a listener to go (a dropped one closes on a task of its own) without polling.
+    package func waitUntilUnbound(_ name: String) async {
+        await withCheckedContinuation { continuation in
+            let bound = table.withLock { table -> Bool in
+                guard table.listeners[name] != nil else { return false }
+                table.unbindWaiters[name, default: []].append(continuation)
+                return true
+            }
+            if !bound { continuation.resume() }
+        }
     }
 
     /// Cuts (or restores) every impaired link to `name`, both directions: while partitioned,
@@ -52,5 +75,5 @@ public final class LoopbackHub: Sendable {
     }
 
     /// Names currently listening, for diagnostics.
-    public var boundNames: [String] { listeners.withLock { $0.keys.sorted() } }
+    public var boundNames: [String] { table.withLock { $0.listeners.keys.sorted() } }
 }

@@ -46,6 +46,8 @@ public actor RelayServer {
     /// Forced closes due within one tick are handled by one firing of the timer.
     static let closeGraceTick: UInt64 = 250_000_000
     private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Who waits in ``waitUntil(_:)`` (RelayServer+Waiting.swift), with what for.
+    var conditionWaiters: [RelayConditionWaiter] = []
 
     private var listeners: [any TransportListener] = []
     private var links: [RelayConnectionID: LinkState] = [:]
@@ -390,6 +392,7 @@ public actor RelayServer {
         defer {
             publishClusterMessages()
             rearmTimer()
+            if !conditionWaiters.isEmpty { resumeConditionWaiters() }
         }
         while let action = machine.pollAction() {
             switch action {

@@ -201,9 +201,7 @@ import Testing
         let accepted = await room.server.statistics.framesAccepted
         #expect(try await board.send(Array("before".utf8)))
         // "before" has reached the relay (and gone nowhere) before bob subscribes.
-        try await within("the relay took 'before'") {
-            while await room.server.statistics.framesAccepted == accepted { try await Task.sleep(for: .milliseconds(5)) }
-        }
+        try await within("the relay took 'before'") { await room.server.waitUntil { $0.statistics.framesAccepted > accepted } }
         let remote = try #require(await bob.subscribeDataTrack("whiteboard", of: "alice"))
         for text in ["one", "two", "three"] { #expect(try await board.send(Array(text.utf8))) }
         let got = try await within("three track messages") {

@@ -37,7 +37,7 @@ struct ShardedLobby {
     func waitUntilOnline(_ peers: [PeerID]) async throws {
         try await within("\(peers) online on every shard") {
             for shard in group.shards {
-                for peer in peers { while await !shard.invitations.isOnline(peer) { try await Task.sleep(for: .milliseconds(5)) } }
+                for peer in peers { await shard.waitUntil { $0.invitations.isOnline(peer) } }
             }
         }
     }

@@ -16,9 +16,8 @@ struct ListenerLifetimeTests {
             #expect(listener.url.host == "dropped")
         }
         // The listener's deinit closes it on a task of its own.
-        try await within("the dropped listener to unbind its name") {
-            while hub.boundNames.contains("dropped") { try await Task.sleep(for: .milliseconds(1)) }
-        }
+        try await within("the dropped listener to unbind its name") { await hub.waitUntilUnbound("dropped") }
+        #expect(hub.boundNames.isEmpty)
         let error = await conduitError { () throws(ConduitError) in _ = try await runtime.connect(to: "loopback://dropped", as: "alice") }
         #expect(error?.code == .connectionFailed)
     }
