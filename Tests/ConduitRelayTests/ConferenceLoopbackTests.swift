@@ -247,22 +247,22 @@ extension ConferenceLoopbackTests {
         for index in 0..<300 {
             try await cursor.send(Array("\(index):".utf8) + [UInt8](repeating: 0x2E, count: 4 * 1024))
         }
-        try await within("drops at the relay") {
-            while await room.server.statistics.unreliableDropped == 0 { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        try await within("drops at the relay") { await room.server.waitUntil { $0.statistics.unreliableDropped > 0 } }
         #expect(await room.server.statistics.slowReceiversDisconnected == 0)
         #expect(await room.server.members(of: "room").count == 2)
         // carol, reading again, gets what was kept: fewer than sent, in order, none twice.
+        let (firstArrived, arrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let reader = Task { () -> [Int] in
             var indices: [Int] = []
             for await event in carolCursor.events {
                 guard case .message(let message) = event else { continue }
                 indices.append(Int(String(decoding: message.bytes.prefix(while: { $0 != UInt8(ascii: ":") }), as: UTF8.self)) ?? -1)
+                arrived.yield()
             }
             return indices
         }
-        // Whatever the relay kept arrives promptly; then carol leaves, which ends the session.
-        try await Task.sleep(for: .seconds(1))
+        // Once something the relay kept has arrived, carol leaves, which ends the session.
+        try await within("the first message kept") { for await _ in firstArrived { break } }
         await carol.leave()
         let kept = try await within("carol's session to end") { await reader.value }
         #expect(kept.count < 300)
