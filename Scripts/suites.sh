@@ -6,8 +6,8 @@
 # RelayUDPTests (8 peers through 10 % loss): beside the rest under AddressSanitizer it once ran
 # past its 3-minute limit (CI check of stop 28); it passed there in the run before.
 heavy="PionSCTPParityTests|RelayBackpressureUDPTests|ShardBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests|RelayUDPTests"
-simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests|ConferenceVirtualTimeTests"
+simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests|ARQFramePartsTests|ConferenceVirtualTimeTests"
 # The simulations that are synchronous (one thread, no tasks): ThreadSanitizer has nothing to
 # check in them (a race needs two threads), so Scripts/sanitizers.sh thread leaves them out; they
 # run everywhere else, AddressSanitizer included.
-synchronous="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests"
+synchronous="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests|ARQFramePartsTests"

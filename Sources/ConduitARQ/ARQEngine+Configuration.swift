@@ -79,6 +79,21 @@ extension ARQEngine {
                 - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize
         }
 
+        /// The largest upper-layer frame `send` accepts: one that does not fit a packet of the size
+        /// in use goes in parts (``LinkFrameParts``), so frames may be cut to the size the path
+        /// search found, and a relay may forward a frame that came from a link of larger packets.
+        /// At most 65,535 bytes (DATA's length field), and at most half the receive window (less
+        /// the frame overhead), so flow control always lets a frame go. ``maxFramePayload`` when
+        /// a base packet has no room for a part's fields.
+        public var maxFrameBytes: Int {
+            guard maxFramePayload > LinkPacket.partFieldsSize else { return maxFramePayload }
+            return max(maxFramePayload, min(LinkPacket.maxFrameLength, receiveWindow / 2 - ARQEngine.frameOverhead))
+        }
+
+        /// The payload of each part of a frame sent in parts: a base packet's frame room less the
+        /// part's fields, so a part fits whatever size the path falls back to.
+        var partSize: Int { maxFramePayload - LinkPacket.partFieldsSize }
+
         /// The most bytes of ack-eliciting packets sent at one instant: 64 datagrams (one batched
         /// write), and only when 2 ms of the pacing rate is that much; the congestion window still
         /// bounds what is in flight (RFC 9002 section 7.7).
@@ -120,7 +135,7 @@ extension ARQEngine {
         /// The send queue is at ``Configuration/maxSendQueueBytes``; try again after
         /// ``pollTransmit(now:into:maxDatagrams:)`` has drained some of it.
         case queueFull
-        /// Larger than ``Configuration/maxFramePayload``.
+        /// Larger than ``Configuration/maxFrameBytes``.
         case frameTooLarge(limit: Int)
         /// A new channel would exceed ``Configuration/maxChannels``.
         case tooManyChannels
@@ -169,6 +184,10 @@ extension ARQEngine {
         public var framesAbandoned = 0
         /// The part of `framesAbandoned` whose lifetime ran out.
         public var framesExpired = 0
+        /// Frames sent in parts (too large for a packet of the size in use).
+        public var framesSentInParts = 0
+        /// Parts of frames sent, retransmissions included.
+        public var framePartsSent = 0
         /// FORWARD frames sent (a gap the receiver stops waiting for).
         public var forwardFramesSent = 0
         /// PING frames sent (keepalives and probes).
@@ -189,6 +208,11 @@ extension ARQEngine {
         public var framesExpiredAtReceiver = 0
         /// Gaps an ordered channel stopped waiting for because of a FORWARD frame.
         public var framesSkipped = 0
+        /// Parts of frames received (``framesDelivered`` counts the frame once, when complete).
+        public var framePartsReceived = 0
+        /// Parts refused: another frame length than the frame's first part said, or parts too
+        /// scattered to keep track of (the peer sends those again).
+        public var framePartsRefused = 0
         /// Frames refused because the receive window was full (the peer resends them).
         public var framesDroppedOverWindow = 0
         /// Frames refused because they were too far ahead on their channel.

@@ -120,8 +120,10 @@ extension ARQEngine {
                         resolveFrame(handle, abandoned: true)
                     } else {
                         frames.update(handle) { $0.awaitingRetransmit = true }
-                        retransmitQueue.append(handle)
+                        retransmitQueue.append(LinkRetransmission(handle: handle, part: nil))
                     }
+                case .dataPart(let handle, let part):
+                    onPartLost(handle, index: Int(part), packet: packet.number, now: now)
                 case .forward(let channel, let value):
                     // Resend only if this was the newest FORWARD and it is not covered by one acknowledged.
                     guard sendChannels[channel]?.lastForwardSent == value else { continue }

@@ -132,38 +132,52 @@ extension ARQEngine {
         if data.remainingLifetimeMilliseconds == 0 {
             // Its lifetime ran out on the way: resolved, never delivered.
             counters.framesExpiredAtReceiver += 1
+            forgetPartial(data.channel, data.sequence)
             receiveChannels.update(data.channel) { $0.mark(data.sequence) }
             if offset == 0 { advance(data.channel, now: now) }
             return true
         }
-        let cost = data.payload.count + Self.frameOverhead
+        if let part = data.part { return receivePart(data, part, in: datagram, offset: offset, now: now) }
+        return take(
+            channel: data.channel, sequence: data.sequence, isOrdered: data.isOrdered, lifetime: data.remainingLifetimeMilliseconds,
+            payload: UnsafeRawBufferPointer(rebasing: datagram[data.payload]), offset: offset, now: now
+        )
+    }
+
+    /// Takes a whole frame (come whole, or completed from its parts) that the duplicate and
+    /// window checks let through; false if the receive window has no room for it now.
+    mutating func take(
+        channel: UInt32, sequence: UInt32, isOrdered: Bool, lifetime: UInt32?, payload: UnsafeRawBufferPointer, offset: UInt32, now: ConduitInstant
+    ) -> Bool {
+        // A whole copy that overtook the parts: they are not needed any more.
+        forgetPartial(channel, sequence)
+        let cost = payload.count + Self.frameOverhead
         guard receiveBufferedBytes + cost <= configuration.receiveWindow else {
             counters.framesDroppedOverWindow += 1
             return false
         }
         // The one copy of the payload, made only once the frame is known to be wanted: into the
         // delivery queue when it can go now, else into an array while it waits.
-        let payload = UnsafeRawBufferPointer(rebasing: datagram[data.payload])
-        let expiresAt = data.remainingLifetimeMilliseconds.map { LinkTime.add(now, Int64($0) * LinkTime.millisecond) }
+        let expiresAt = lifetime.map { LinkTime.add(now, Int64($0) * LinkTime.millisecond) }
         receiveBufferedBytes += cost
         if offset == 0 {
             // In order, the common case: delivered, and the cumulative point moves past it
             // without marking it; frames already received above it follow.
-            deliveries.append(channel: data.channel, sequence: data.sequence, payload: payload, expiresAt: expiresAt)
-            let more = receiveChannels.update(data.channel) { channel -> Bool in
-                channel.cumulative &+= 1
-                return channel.isMarked(channel.cumulative)
+            deliveries.append(channel: channel, sequence: sequence, payload: payload, expiresAt: expiresAt)
+            let more = receiveChannels.update(channel) { state -> Bool in
+                state.cumulative &+= 1
+                return state.isMarked(state.cumulative)
             }
-            if more == true { advance(data.channel, now: now) }
-        } else if !data.isOrdered {
-            receiveChannels.update(data.channel) { $0.mark(data.sequence) }
-            deliveries.append(channel: data.channel, sequence: data.sequence, payload: payload, expiresAt: expiresAt)
+            if more == true { advance(channel, now: now) }
+        } else if !isOrdered {
+            receiveChannels.update(channel) { $0.mark(sequence) }
+            deliveries.append(channel: channel, sequence: sequence, payload: payload, expiresAt: expiresAt)
         } else {
-            let pending = LinkPendingDelivery(channel: data.channel, sequence: data.sequence, bytes: Array(payload), expiresAt: expiresAt)
+            let pending = LinkPendingDelivery(channel: channel, sequence: sequence, bytes: Array(payload), expiresAt: expiresAt)
             PayloadCopies.countReceive(payload.count)
-            receiveChannels.update(data.channel) { channel in
-                channel.mark(data.sequence)
-                channel.buffered[data.sequence] = pending
+            receiveChannels.update(channel) { state in
+                state.mark(sequence)
+                state.buffered[sequence] = pending
             }
         }
         return true
@@ -222,6 +236,7 @@ extension ARQEngine {
         }
         counters.framesSkipped += Int(distance) - steps
         receiveChannels.update(channel) { $0.cumulative = cumulative }
+        forgetPartials(of: channel, below: cumulative)
         advance(channel, now: now)
         return true
     }
@@ -299,6 +314,8 @@ extension ARQEngine {
             switch item {
             case .data(let handle):
                 resolveFrame(handle, abandoned: false)
+            case .dataPart(let handle, let part):
+                onPartAcknowledged(handle, index: Int(part))
             case .forward(let channel, let value):
                 if let known = sendChannels[channel]?.forwardAcknowledged, !linkSequence(value, isAfter: known) { continue }
                 sendChannels.update(channel) { $0.forwardAcknowledged = value }

@@ -61,7 +61,8 @@ extension ARQEngine {
         guard let (head, resolvedBelow) = sendChannels.read(channel, { state -> (UInt64, UInt32)? in
             state.queue.first.map { ($0, state.resolvedBelow) }
         }) ?? nil else { return nil }
-        guard let (sequence, cost) = frames.read(head, { ($0.sequence, $0.cost) }) else { return nil }
+        // A frame in parts part-way through its first sending is in flight already: its cost counts there.
+        guard let (sequence, cost) = frames.read(head, { ($0.sequence, $0.transmitted ? 0 : $0.cost) }) else { return nil }
         return Int(sequence &- resolvedBelow) < configuration.channelWindow ? cost : nil
     }
 
@@ -242,8 +243,16 @@ extension ARQEngine {
             guard sendChannels[channel]?.forwardQueued == true, let value = sendChannels[channel]?.resolvedBelow else { continue }
             writeForward(channel: channel, value: value, into: &items)
         }
-        // 2. Frames whose newest copy was lost.
-        while let handle = retransmitQueue.first {
+        // 2. Frames (and parts) whose newest copy was lost.
+        while let entry = retransmitQueue.first {
+            if let part = entry.part {
+                let outcome = writePartCopy(entry.handle, index: part, now: now, number: number, limit: limit, into: &items)
+                if outcome == .noRoom { break }
+                retransmitQueue.removeFirst()
+                if outcome == .written { retransmitted = true }
+                continue
+            }
+            let handle = entry.handle
             guard let frame = frames.read(handle, { $0.summary }), frame.awaitingRetransmit else {
                 retransmitQueue.removeFirst()
                 continue
@@ -252,6 +261,12 @@ extension ARQEngine {
             if lifetime.expired {
                 retransmitQueue.removeFirst()
                 resolveFrame(handle, abandoned: true, expired: true)
+                continue
+            }
+            if !fitsAPacket(frame, lifetime: lifetime.milliseconds, limit: limit) {
+                // The path fell back to packets this frame no longer fits: it goes again in parts.
+                retransmitQueue.removeFirst()
+                splitForRetransmission(handle)
                 continue
             }
             guard writer.count + dataFrameSize(frame, lifetime: lifetime.milliseconds) <= limit else { break }
@@ -283,6 +298,23 @@ extension ARQEngine {
                 activeChannels.append(activeChannels.removeFirst())
                 continue
             }
+            if frame.isInParts || !fitsAPacket(frame, lifetime: lifetime.milliseconds, limit: limit) {
+                // Too large for a packet of the size in use: in parts, as many as this packet
+                // holds; the frame keeps its channel's head until every part went once.
+                if !frame.transmitted {
+                    guard outstandingBytes + frame.cost <= peerReceiveWindow else {
+                        activeChannels.append(activeChannels.removeFirst())
+                        continue
+                    }
+                    startParts(handle, frame)
+                }
+                guard writeNewParts(handle, frame, lifetime: lifetime.milliseconds, number: number, limit: limit, into: &items) else {
+                    activeChannels.append(activeChannels.removeFirst())
+                    break
+                }
+                finishHead(of: channel)
+                continue
+            }
             // The peer's window is one for the whole link. A frame that does not fit waits its
             // turn; a smaller one on another channel may still go (as hasSendableNewFrame says).
             guard outstandingBytes + frame.cost <= peerReceiveWindow else {
@@ -302,14 +334,7 @@ extension ARQEngine {
             // Path MTU discovery found room beyond the base size that frames are cut to: go
             // round the channels again while frames fit, so the room carries more of them.
             if packsMoreFramesPerChannel { turns += 1 }
-            sendChannels.update(channel) { _ = $0.queue.removeFirst() }
-            popResolvedHeads(of: channel)
-            activeChannels.removeFirst()
-            if sendChannels.read(channel, { !$0.queue.isEmpty }) == true {
-                activeChannels.append(channel)
-            } else {
-                channelsInRing.remove(channel)
-            }
+            finishHead(of: channel)
         }
         // 4. A probe with nothing else to carry repeats what the oldest packet in flight carried.
         if probesOwed > 0, items.isEmpty, let oldest = ledger.oldestOutstanding {
@@ -322,6 +347,8 @@ extension ARQEngine {
                     writeCopy(handle, frame, lifetime: lifetime.milliseconds, number: number, into: &items)
                     frames.update(handle) { $0.awaitingRetransmit = false }
                     retransmitted = true
+                case .dataPart(let handle, let part):
+                    if writePartCopy(handle, index: Int(part), now: now, number: number, limit: limit, into: &items) == .written { retransmitted = true }
                 case .forward(let channel, _):
                     guard let value = sendChannels[channel]?.resolvedBelow, writer.count + LinkPacket.forwardFrameSize <= limit else { continue }
                     writeForward(channel: channel, value: value, into: &items)
@@ -337,6 +364,19 @@ extension ARQEngine {
             counters.pingsSent += 1
         }
         pingPending = false
+    }
+
+    /// The channel's head frame went (whole, or its last part): the next frame takes its place,
+    /// and the channel goes to the back of the ring, or leaves it with nothing more queued.
+    mutating func finishHead(of channel: UInt32) {
+        sendChannels.update(channel) { _ = $0.queue.removeFirst() }
+        popResolvedHeads(of: channel)
+        activeChannels.removeFirst()
+        if sendChannels.read(channel, { !$0.queue.isEmpty }) == true {
+            activeChannels.append(channel)
+        } else {
+            channelsInRing.remove(channel)
+        }
     }
 
     mutating func writeForward(channel: UInt32, value: UInt32, into items: inout LinkSentItems) {

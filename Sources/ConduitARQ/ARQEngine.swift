@@ -52,6 +52,8 @@ public struct ARQEngine: Sendable {
         /// The packet holding the newest copy, while that copy is in flight.
         var latestPacket: UInt64?
         var awaitingRetransmit = false
+        /// The frame's parts, once it goes in parts (nil: it goes whole).
+        var parts: LinkFrameParts?
 
         var cost: Int { payload.count + ARQEngine.frameOverhead }
         var mayBeRetransmitted: Bool { retransmitLimit.map { retransmissions < $0 } ?? true }
@@ -60,7 +62,8 @@ public struct ARQEngine: Sendable {
         var summary: FrameSummary {
             FrameSummary(
                 channel: channel, sequence: sequence, ordered: ordered, payloadCount: payload.count, deadline: deadline,
-                transmitted: transmitted, awaitingRetransmit: awaitingRetransmit, mayBeRetransmitted: mayBeRetransmitted
+                transmitted: transmitted, awaitingRetransmit: awaitingRetransmit, mayBeRetransmitted: mayBeRetransmitted,
+                isInParts: parts != nil
             )
         }
     }
@@ -74,6 +77,7 @@ public struct ARQEngine: Sendable {
         let transmitted: Bool
         let awaitingRetransmit: Bool
         let mayBeRetransmitted: Bool
+        let isInParts: Bool
 
         var cost: Int { payloadCount + ARQEngine.frameOverhead }
     }
@@ -91,8 +95,8 @@ public struct ARQEngine: Sendable {
     /// Channels with queued frames, served round-robin one frame at a time.
     var activeChannels = Deque<UInt32>()
     var channelsInRing: Set<UInt32> = []
-    /// Frames whose newest copy was lost, oldest loss first.
-    var retransmitQueue = Deque<UInt64>()
+    /// Frames (or parts) whose newest copy was lost, oldest loss first.
+    var retransmitQueue = Deque<LinkRetransmission>()
     /// Channels owing the peer a FORWARD frame.
     var forwardQueue = Deque<UInt32>()
     /// Cost of frames not yet transmitted.
@@ -142,6 +146,8 @@ public struct ARQEngine: Sendable {
     var windowUpdatePending = false
     var lastAdvertisedWindow: Int
     var receiveChannels = LinkSlotMap<UInt32, LinkReceiveChannel, LinkHashedIndex<UInt32>>()
+    /// Frames arriving in parts, by channel (high 32 bits) and sequence.
+    var partialFrames: [UInt64: LinkPartialFrame] = [:]
     var deliveries = LinkDeliveryQueue()
     /// Cost of frames received and not yet polled (reorder buffers included).
     public internal(set) var receiveBufferedBytes = 0
@@ -182,7 +188,7 @@ public struct ARQEngine: Sendable {
         let frame = batch.storage[batch.range(of: index)]
         // Refusals first: a frame the queue cannot take now is not copied only to be dropped (a
         // writer retries it once the queue has room).
-        guard frame.count <= configuration.maxFramePayload else { return .frameTooLarge(limit: configuration.maxFramePayload) }
+        guard frame.count <= configuration.maxFrameBytes else { return .frameTooLarge(limit: configuration.maxFrameBytes) }
         guard queuedBytes + frame.count + Self.frameOverhead <= configuration.maxSendQueueBytes else { return .queueFull }
         if batch.byteCount * 2 >= batch.storage.capacity {
             return send(frame, channel: channel, delivery: delivery, now: now)
@@ -193,7 +199,7 @@ public struct ARQEngine: Sendable {
 
     /// Queues `frame` (a slice, kept as it is) on `channel`.
     public mutating func send(_ frame: ArraySlice<UInt8>, channel: UInt32, delivery: Delivery = .reliableOrdered, now: ConduitInstant) -> SendResult {
-        guard frame.count <= configuration.maxFramePayload else { return .frameTooLarge(limit: configuration.maxFramePayload) }
+        guard frame.count <= configuration.maxFrameBytes else { return .frameTooLarge(limit: configuration.maxFrameBytes) }
         let cost = frame.count + Self.frameOverhead
         guard queuedBytes + cost <= configuration.maxSendQueueBytes else { return .queueFull }
         if sendChannels[channel] == nil {
@@ -234,6 +240,8 @@ public struct ARQEngine: Sendable {
         guard let frame = frames.removeValue(forKey: handle) else { return }
         if frame.transmitted {
             outstandingBytes -= frame.cost
+            // A frame in parts stays at its channel's head until every part went once.
+            if let parts = frame.parts, !parts.allSent { popResolvedHeads(of: frame.channel) }
         } else {
             queuedBytes -= frame.cost
             popResolvedHeads(of: frame.channel)

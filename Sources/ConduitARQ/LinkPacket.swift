@@ -68,6 +68,13 @@ public enum LinkPacket {
     public static let orderedFlag: UInt8 = 0x01
     /// DATA frame flag: a remaining-lifetime field follows the header.
     public static let lifetimeFlag: UInt8 = 0x02
+    /// DATA frame flag: the payload is a part of the frame; its offset and the frame's length
+    /// follow the header (and the lifetime field).
+    public static let partFlag: UInt8 = 0x04
+    /// Bytes of a DATA part's fields: offset and frame length.
+    public static let partFieldsSize = 8
+    /// The longest frame a DATA frame may carry, whole (its length is 16 bits) or in parts.
+    public static let maxFrameLength = 65_535
 
     /// Header plus trailer bytes of every packet.
     public static func overhead(checksum: Bool) -> Int { headerSize + (checksum ? checksumSize : 0) }
@@ -190,11 +197,19 @@ public struct LinkAckFrame: Sendable, Hashable {
 /// +---------------------------------------------------------------+
 /// |          Remaining Lifetime (milliseconds, only if L)         | 12
 /// +---------------------------------------------------------------+
+/// |             Part Offset (only if P)                           |
+/// +---------------------------------------------------------------+
+/// |             Frame Length (only if P)                          |
+/// +---------------------------------------------------------------+
 /// |                      Payload (Length bytes) ...               |
 /// ```
 ///
 /// O: deliver in sequence order. L: the frame has a lifetime; the receiver drops it once the
-/// remaining lifetime has passed since it arrived.
+/// remaining lifetime has passed since it arrived. P (flag `0x04`): the payload is bytes
+/// [offset, offset + Length) of a frame of Frame Length bytes, sent in parts because it does not
+/// fit a packet of the size in use (after a fall back to the base size, or a frame a relay
+/// forwards from a link of larger packets); the receiver delivers the frame once it has every
+/// byte, as if it had come whole.
 public struct LinkDataFrame: Sendable, Hashable {
     /// The channel the frame belongs to (one per data session).
     public var channel: UInt32
@@ -206,6 +221,22 @@ public struct LinkDataFrame: Sendable, Hashable {
     public var remainingLifetimeMilliseconds: UInt32?
     /// Where the payload lies in the packet.
     public var payload: Range<Int>
+    /// Which part of its frame the payload is, nil when it is the whole frame.
+    public var part: LinkFramePart?
+}
+
+/// Where a DATA frame's payload lies in its frame, when the frame goes in parts.
+public struct LinkFramePart: Sendable, Hashable {
+    /// The payload's first byte, as an offset into the frame.
+    public var offset: UInt32
+    /// The whole frame's length.
+    public var frameLength: UInt32
+
+    /// A part at `offset` of a frame of `frameLength` bytes.
+    public init(offset: UInt32, frameLength: UInt32) {
+        self.offset = offset
+        self.frameLength = frameLength
+    }
 }
 
 /// Reads the frames of a packet one by one, checking each claim against the bytes that remain
@@ -276,7 +307,7 @@ public struct LinkFrameReader {
                 throw .frameOverrun(frameType: rawType, claimed: LinkPacket.dataFrameHeaderSize, available: available)
             }
             let flags = packet.readU8(at + 1)
-            guard flags & ~(LinkPacket.orderedFlag | LinkPacket.lifetimeFlag) == 0 else { throw .reservedBitsSet }
+            guard flags & ~(LinkPacket.orderedFlag | LinkPacket.lifetimeFlag | LinkPacket.partFlag) == 0 else { throw .reservedBitsSet }
             let length = Int(packet.readU16(at + 2))
             var headerSize = LinkPacket.dataFrameHeaderSize
             var lifetime: UInt32?
@@ -284,6 +315,17 @@ public struct LinkFrameReader {
                 headerSize += LinkPacket.lifetimeFieldSize
                 guard available >= headerSize else { throw .frameOverrun(frameType: rawType, claimed: headerSize, available: available) }
                 lifetime = packet.readU32(at + LinkPacket.dataFrameHeaderSize)
+            }
+            var part: LinkFramePart?
+            if flags & LinkPacket.partFlag != 0 {
+                let fields = at + headerSize
+                headerSize += LinkPacket.partFieldsSize
+                guard available >= headerSize else { throw .frameOverrun(frameType: rawType, claimed: headerSize, available: available) }
+                let offset = packet.readU32(fields), frameLength = packet.readU32(fields + 4)
+                guard length > 0, frameLength <= LinkPacket.maxFrameLength, UInt64(offset) + UInt64(length) <= UInt64(frameLength) else {
+                    throw .invalidPart(offset: offset, length: length, frameLength: frameLength)
+                }
+                part = LinkFramePart(offset: offset, frameLength: frameLength)
             }
             guard headerSize + length <= available else {
                 throw .frameOverrun(frameType: rawType, claimed: headerSize + length, available: available)
@@ -294,7 +336,8 @@ public struct LinkFrameReader {
                 sequence: packet.readU32(at + 8),
                 isOrdered: flags & LinkPacket.orderedFlag != 0,
                 remainingLifetimeMilliseconds: lifetime,
-                payload: (at + headerSize)..<(at + headerSize + length)
+                payload: (at + headerSize)..<(at + headerSize + length),
+                part: part
             ))
         case .forward:
             guard available >= LinkPacket.forwardFrameSize else {
@@ -392,13 +435,19 @@ package struct LinkPacketWriter {
         append32(length)
     }
 
-    package mutating func appendData(channel: UInt32, sequence: UInt32, ordered: Bool, lifetimeMilliseconds: UInt32?, payload: ArraySlice<UInt8>) {
+    package mutating func appendData(
+        channel: UInt32, sequence: UInt32, ordered: Bool, lifetimeMilliseconds: UInt32?, part: LinkFramePart? = nil, payload: ArraySlice<UInt8>
+    ) {
         bytes.append(LinkPacket.FrameType.data.rawValue)
-        bytes.append((ordered ? LinkPacket.orderedFlag : 0) | (lifetimeMilliseconds != nil ? LinkPacket.lifetimeFlag : 0))
+        bytes.append((ordered ? LinkPacket.orderedFlag : 0) | (lifetimeMilliseconds != nil ? LinkPacket.lifetimeFlag : 0) | (part != nil ? LinkPacket.partFlag : 0))
         append16(UInt16(payload.count))
         append32(channel)
         append32(sequence)
         if let lifetimeMilliseconds { append32(lifetimeMilliseconds) }
+        if let part {
+            append32(part.offset)
+            append32(part.frameLength)
+        }
         bytes.append(contentsOf: payload)
         PayloadCopies.countSend(payload.count)
     }

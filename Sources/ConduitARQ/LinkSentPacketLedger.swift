@@ -5,6 +5,8 @@ import ConduitCore
 enum LinkSentItem: Sendable, Hashable {
     /// A DATA frame, by its handle in ``ARQEngine``'s frame table.
     case data(UInt64)
+    /// One part of a frame sent in parts (``LinkFrameParts``).
+    case dataPart(UInt64, part: UInt16)
     case forward(channel: UInt32, cumulativeSequence: UInt32)
     case ping
 }

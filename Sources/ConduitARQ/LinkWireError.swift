@@ -34,6 +34,9 @@ public enum LinkWireError: Error, Hashable, Sendable, CustomStringConvertible {
     case duplicateAckFrame
     /// An ACK acknowledges a packet number this side never sent.
     case ackOfUnsentPacket(UInt64)
+    /// A DATA frame's part is empty, runs past the frame's length, or belongs to a frame longer
+    /// than any frame may be (65,535 bytes).
+    case invalidPart(offset: UInt32, length: Int, frameLength: UInt32)
 
     public var description: String {
         switch self {
@@ -51,6 +54,8 @@ public enum LinkWireError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidAckRange: "ACK range below packet number 0"
         case .duplicateAckFrame: "more than one ACK frame in a packet"
         case .ackOfUnsentPacket(let pn): "ACK of packet \(pn), which was never sent"
+        case .invalidPart(let offset, let length, let frameLength):
+            "DATA part of \(length) bytes at offset \(offset) does not fit a frame of \(frameLength) bytes"
         }
     }
 }

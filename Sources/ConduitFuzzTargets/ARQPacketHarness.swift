@@ -57,8 +57,13 @@ extension FuzzTargets {
         case .data(let data):
             try check.require(data.payload.lowerBound >= LinkPacket.headerSize && data.payload.upperBound <= packet.count,
                               "payload at \(data.payload) in a \(packet.count)-byte packet")
+            if let part = data.part {
+                try check.require(!data.payload.isEmpty && Int(part.offset) + data.payload.count <= Int(part.frameLength)
+                                  && Int(part.frameLength) <= LinkPacket.maxFrameLength,
+                                  "a part of \(data.payload.count) bytes at \(part.offset) of a \(part.frameLength)-byte frame")
+            }
             writer.appendData(channel: data.channel, sequence: data.sequence, ordered: data.isOrdered,
-                              lifetimeMilliseconds: data.remainingLifetimeMilliseconds, payload: ArraySlice(packet[data.payload]))
+                              lifetimeMilliseconds: data.remainingLifetimeMilliseconds, part: data.part, payload: ArraySlice(packet[data.payload]))
         case .forward(let channel, let cumulativeSequence):
             writer.appendForward(channel: channel, cumulativeSequence: cumulativeSequence)
         }

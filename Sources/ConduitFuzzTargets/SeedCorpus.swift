@@ -24,7 +24,7 @@ public enum SeedCorpus {
         case "track-frame": trackFrames()
         case "channel-frame": channelFrames()
         case "invitation": invitations().compactMap { try? $0.encoded() }
-        case "arq-packet": SeedTraffic.reliableLink(checksum: .crc32c) + SeedTraffic.reliableLink(checksum: .none)
+        case "arq-packet": SeedTraffic.reliableLink(checksum: .crc32c) + SeedTraffic.reliableLink(checksum: .none) + SeedTraffic.framesInParts()
         case "udp-datagram": udpDatagrams()
         case "relay-token": relayTokens()
         case "relay-cluster": relayCluster()

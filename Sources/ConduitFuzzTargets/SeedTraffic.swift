@@ -64,6 +64,21 @@ enum SeedTraffic {
         }
         return recorded
     }
+
+    /// The packets of frames too large for a packet, which go in parts (DATA's part flag): one
+    /// of 3,000 bytes with a lifetime, one of 2,500 without, on a link without a checksum.
+    static func framesInParts() -> [[UInt8]] {
+        var configuration = ARQEngine.Configuration()
+        configuration.checksum = .none
+        var engine = ARQEngine(configuration: configuration, now: .zero)
+        _ = engine.send(Array(repeating: 0x5A, count: 3_000), channel: 2, delivery: Reliability(ordered: true, limit: .maxPacketLifeTime(milliseconds: 500)), now: .zero)
+        _ = engine.send(Array(repeating: 0xA5, count: 2_500), channel: 1, now: .zero)
+        var batch = DatagramBatch()
+        _ = engine.pollTransmit(now: .zero, into: &batch)
+        var recorded: [[UInt8]] = []
+        batch.forEachDatagram { recorded.append(Array($0)) }
+        return recorded
+    }
 }
 
 /// Two sans-IO machines wired back to back, every datagram recorded (bounded rounds, virtual time).

@@ -90,9 +90,11 @@ public actor ReliableTransportLink: TransportLink {
         self.clock = clock
         self.configuration = configuration
         self.remoteDescription = inner.remoteDescription
-        let frame = configuration.maxFramePayload
+        // Frames up to maxFrameBytes go, in parts when a packet cannot hold them; what fits one
+        // base-size packet whole is the mtu the call layer cuts fragments to.
         self.capabilities = TransportCapabilities(
-            isReliable: true, isOrdered: true, supportsPartialReliability: true, maxDatagramSize: frame, mtu: frame
+            isReliable: true, isOrdered: true, supportsPartialReliability: true,
+            maxDatagramSize: configuration.maxFrameBytes, mtu: configuration.maxFramePayload
         )
         self.engine = ARQEngine(configuration: configuration, now: clock.now(), crc32c: .hardware)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -78,6 +78,8 @@ struct ARQEngineHarness {
     var alarms: [ConduitInstant] = []
     /// Sees every datagram a side sends, before impairment.
     var inspect: ((_ fromA: Bool, _ datagram: [UInt8], _ now: ConduitInstant) -> Void)?
+    /// Drops the datagrams it returns true for, before impairment (a test's own loss pattern).
+    var drop: ((_ fromA: Bool, _ datagram: [UInt8]) -> Bool)?
     /// Extra delay drawn per datagram, uniformly from 0...`reorderingJitter.jitter`, on top of the
     /// impairment models' in-order delay: unlike the models' jitter it reorders datagrams, as
     /// `tc netem` jitter does (and as the `conduit impair` proxy's timers do with equal deadlines).
@@ -143,6 +145,7 @@ struct ARQEngineHarness {
 
     mutating func submit(_ datagram: [UInt8], fromA: Bool) {
         inspect?(fromA, datagram, now)
+        if let drop, drop(fromA, datagram) { return }
         if fromA {
             datagramsAtoB += 1
             bytesAtoB += datagram.count
