@@ -82,12 +82,13 @@ extension ARQEngine {
         /// The largest upper-layer frame `send` accepts: one that does not fit a packet of the size
         /// in use goes in parts (``LinkFrameParts``), so frames may be cut to the size the path
         /// search found, and a relay may forward a frame that came from a link of larger packets.
-        /// At most 65,535 bytes (DATA's length field), and at most half the receive window (less
-        /// the frame overhead), so flow control always lets a frame go. ``maxFramePayload`` when
-        /// a base packet has no room for a part's fields.
+        /// At most 65,535 bytes (DATA's length field), half the receive window (so flow control
+        /// always lets a frame go) and the send queue (so it can be queued), each less the frame
+        /// overhead. ``maxFramePayload`` when a base packet has no room for a part's fields.
         public var maxFrameBytes: Int {
             guard maxFramePayload > LinkPacket.partFieldsSize else { return maxFramePayload }
-            return max(maxFramePayload, min(LinkPacket.maxFrameLength, receiveWindow / 2 - ARQEngine.frameOverhead))
+            let bound = min(LinkPacket.maxFrameLength, receiveWindow / 2 - ARQEngine.frameOverhead, maxSendQueueBytes - ARQEngine.frameOverhead)
+            return max(maxFramePayload, bound)
         }
 
         /// The payload of each part of a frame sent in parts: a base packet's frame room less the

@@ -59,6 +59,7 @@ struct ARQEngineObserver {
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "malformed")], factory: metricsFactory),
             Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "over_window")], factory: metricsFactory),
             Counter(label: "conduit_spurious_retransmissions_total", dimensions: dimensions, factory: metricsFactory),
+            Counter(label: "conduit_drops_total", dimensions: drops + [("reason", "part_refused")], factory: metricsFactory),
         ]
         unacknowledgedAtClose = Counter(label: "conduit_frames_unacknowledged_at_close_total", dimensions: dimensions, factory: metricsFactory)
         rtt = Gauge(label: "conduit_link_rtt_seconds", dimensions: dimensions, factory: metricsFactory)
@@ -84,6 +85,7 @@ struct ARQEngineObserver {
             statistics.malformedPacketsDropped,
             statistics.framesDroppedOverWindow + statistics.framesDroppedOutsideChannelWindow + statistics.framesDroppedTooManyChannels,
             statistics.spuriousRetransmissions,
+            statistics.framePartsRefused,
         ]
         for index in counters.indices where now[index] > exported[index] {
             counters[index].increment(by: Int64(now[index] - exported[index]))
