@@ -80,7 +80,7 @@ extension ARQEngine {
         }
 
         /// The largest upper-layer frame `send` accepts: one that does not fit a packet of the size
-        /// in use goes in parts (``LinkFrameParts``), so frames may be cut to the size the path
+        /// in use goes in parts (DATA's part flag), so frames may be cut to the size the path
         /// search found, and a relay may forward a frame that came from a link of larger packets.
         /// At most 65,535 bytes (DATA's length field), half the receive window (so flow control
         /// always lets a frame go) and the send queue (so it can be queued), each less the frame
