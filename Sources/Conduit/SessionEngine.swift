@@ -20,10 +20,17 @@ protocol SessionMachine: SansIOMachine {
     func flushProgress(_ key: SessionKey, since mark: OutboundFlushMark?) -> OutboundFlushProgress?
     func longestQueueingDelay(now: ConduitInstant) -> Duration
     var isConnected: Bool { get }
+    /// Cuts messages queued from now on to `size` bytes (see `SessionLayer.setFragmentSize`).
+    mutating func setFragmentSize(_ size: Int)
 }
 
-extension CallMachine: SessionMachine {}
-extension ConferenceMachine: SessionMachine {}
+extension CallMachine: SessionMachine {
+    mutating func setFragmentSize(_ size: Int) { sessions.setFragmentSize(size) }
+}
+
+extension ConferenceMachine: SessionMachine {
+    mutating func setFragmentSize(_ size: Int) { sessions.setFragmentSize(size) }
+}
 
 /// The app's side of the data sessions of one engine: the session objects by key, and the senders
 /// waiting for queue room.
@@ -167,6 +174,10 @@ extension SessionEngine {
         sessions.resumeRoundWaiters()
         resumeReadingIfNothingHeldBeyondLimit()
         controlPlaneRoundEnded()
+        // Fragments follow the packet size the link's path search found (issue 17): a 64 KiB
+        // message on a 65,000-byte path goes as 2 frames, not 55; after a fall back the link
+        // sends in parts what was cut larger, and later messages are cut smaller again.
+        driver.machine.setFragmentSize(driver.link.currentMTU - DataFrameHeader.size - Self.dataFramePrefix)
     }
 
     func controlPlaneRoundEnded() {}

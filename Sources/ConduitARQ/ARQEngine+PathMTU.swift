@@ -9,6 +9,16 @@ extension ARQEngine {
     /// packet (``Configuration/maxFramePayload``), so a fall back to the base loses none.
     public var currentMaxDatagramSize: Int { pathSearch?.packetSize ?? configuration.maxDatagramSize }
 
+    /// The largest frame that goes whole in one packet of the size in use, lifetime field
+    /// included: ``Configuration/maxFramePayload`` at the base size, more once the path search
+    /// found larger packets (within ``Configuration/maxFrameBytes``). What the upper layer may cut
+    /// its fragments to: a frame that no longer fits after a fall back goes in parts.
+    public var currentFrameRoom: Int {
+        let room = currentMaxDatagramSize - LinkPacket.overhead(checksum: configuration.checksum == .crc32c)
+            - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize
+        return min(configuration.maxFrameBytes, max(configuration.maxFramePayload, room))
+    }
+
     /// Whether a packet takes more than one new frame of a channel: only once the search raised
     /// the packet size above the base that frames are cut to (otherwise one full frame fills it,
     /// and the link keeps its one-frame-per-channel round robin).

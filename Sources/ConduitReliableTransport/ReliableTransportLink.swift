@@ -3,6 +3,7 @@ public import ConduitARQ
 public import ConduitDriver
 public import CoreMetrics
 public import Logging
+import Synchronization
 
 /// The core's reliability engine (`ARQEngine`) driven over a link that loses, duplicates and
 /// reorders datagrams (raw UDP, impaired loopback), presenting a reliable, ordered
@@ -35,6 +36,9 @@ public actor ReliableTransportLink: TransportLink {
     /// The inner link's executor, or a default one when it has none.
     private nonisolated let executor: DriverExecutor
     private var engine: ARQEngine
+    /// The engine's ``ARQEngine/currentFrameRoom`` after its last pump round, for
+    /// ``currentMTU`` (read by the call on its own executor).
+    private nonisolated let frameRoom: Atomic<Int>
     /// Where `now` comes from and where the timer and the drain limits sleep.
     private let clock: any ConduitClock
 
@@ -97,8 +101,13 @@ public actor ReliableTransportLink: TransportLink {
             maxDatagramSize: configuration.maxFrameBytes, mtu: configuration.maxFramePayload
         )
         self.engine = ARQEngine(configuration: configuration, now: clock.now(), crc32c: .hardware)
+        frameRoom = Atomic(configuration.maxFramePayload)
         (wakeups, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// The largest frame that goes whole in one packet of the size the path search found (the
+    /// base packet's room until it found more; back to it after a fall back).
+    public nonisolated var currentMTU: Int { frameRoom.load(ordering: .relaxed) }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         executor.unownedExecutor
@@ -359,6 +368,7 @@ public actor ReliableTransportLink: TransportLink {
                 }
             }
             if engine.isQuiescent { releaseDrainWaiters() }
+            frameRoom.store(engine.currentFrameRoom, ordering: .relaxed)
             settleAcknowledgementWaiters()
             if observer.isCounting { exportMetrics() }
             scheduleTimer()

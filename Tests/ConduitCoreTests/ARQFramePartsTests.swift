@@ -112,9 +112,13 @@ struct ARQFramePartsTests {
         // Frames that fit the 9,000-byte packets the search finds, not the base.
         var frames = Self.frames(count: 1_200, sizes: 2_000...8_900, seed: 6)
         var lowered: Int?
+        let base = configuration.maxFramePayload
+        #expect(harness.a.currentFrameRoom == base, "the base packet's room until the search finds more")
+        var roomFound: Int?
         let finished = harness.run(for: .seconds(600)) { h in
             let done = frames.pump(&h)
             if lowered == nil, h.a.currentMaxDatagramSize == 9_000, frames.received >= 200 {
+                roomFound = h.a.currentFrameRoom
                 // The route changes: the path now drops everything above 1,300 bytes.
                 h.aToB.maxDatagramSize = 1_300
                 h.bToA.maxDatagramSize = 1_300
@@ -131,6 +135,11 @@ struct ARQFramePartsTests {
         #expect(a.pathBlackHoles >= 1)
         #expect(harness.a.currentMaxDatagramSize <= 1_300)
         #expect(a.framesSentInParts > 0, "frames lost in the black hole, and those sent after it, went in parts")
+        // What an upper layer cuts its fragments to (see TransportLink.currentMTU): the room of a
+        // packet of the size found, then the base packet's again after the fall back.
+        #expect(roomFound == 9_000 - LinkPacket.overhead(checksum: true) - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize)
+        #expect(harness.a.currentFrameRoom <= 1_300 - LinkPacket.overhead(checksum: true) - LinkPacket.dataFrameHeaderSize - LinkPacket.lifetimeFieldSize)
+        #expect(harness.a.currentFrameRoom >= base)
         #expect(a.framesAbandoned == 0)
         #expect(harness.b.receiveBufferedBytes == 0, "no partial frame left behind")
         print("[parts] black hole at frame \(lowered ?? -1): \(a.framesSentInParts) frames in parts (\(a.framePartsSent) parts); done in \(harness.now.seconds) s virtual")

@@ -455,6 +455,8 @@ struct InvitationScaleTests {
             #expect(await conference.droppedInvitationMessages == 0)
         }
         for conference in everyone { await conference.leave() }
+        // A leave returns once its link closed; the relay takes the leave when it reads it.
+        try await within("every member offline at the relay") { await relay.server.waitUntil { $0.invitations.onlinePeerCount == 0 } }
         #expect(await relay.server.invitations.onlinePeerCount == 0)
         await relay.server.shutdown()
     }

@@ -66,7 +66,7 @@ extension SessionLayer {
             subgroupID: state.subgroupID,
             messageID: messageID,
             totalLength: bytes.count,
-            fragmentSize: configuration.fragmentSize,
+            fragmentSize: fragmentSize,
             timestamp: timestamp
         )
         // The entry is changed in place through its index (no key was added or removed since).
@@ -76,6 +76,14 @@ extension SessionLayer {
         if state.queueIsEmpty { queueHeadAdded = true }
         updateDelay(key, now: now)
         return .queued(messageID: messageID)
+    }
+
+    /// Cuts messages queued from now on to `size` bytes (1...65,535; at least the configuration's
+    /// `fragmentSize`): the link found that its path carries frames that large whole. Messages
+    /// already queued keep the size they were cut to (a message's fragment size is in each of its
+    /// data frame headers, so a receiver needs nothing more).
+    package mutating func setFragmentSize(_ size: Int) {
+        fragmentSize = min(Int(UInt16.max), max(configuration.fragmentSize, size))
     }
 
     /// Closes an outbound session gracefully, as `RTCDataChannel.close()` does: sends are refused

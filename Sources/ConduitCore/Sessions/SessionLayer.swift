@@ -72,6 +72,9 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
     package var events = Deque<Host.Event>()
     /// Set when a send lands in an empty queue (see ``takeQueueHeadAdded()``).
     var queueHeadAdded = false
+    /// What messages queued from now on are cut to: the configuration's `fragmentSize` until the
+    /// host says the link carries more (``setFragmentSize(_:)``).
+    package internal(set) var fragmentSize: Int
     /// The host's counters: what it and its sessions received, sent, delivered and dropped.
     package var statistics = Host.Statistics()
     /// The host ended: sessions are closed and no session control goes out any more.
@@ -80,6 +83,7 @@ package struct SessionLayer<Host: SessionHost>: Sendable {
     package init(configuration: CallConfiguration, maxSenders: Int) {
         precondition(configuration.fragmentSize > 0 && configuration.fragmentSize <= Int(UInt16.max), "fragment size must be 1...65535")
         self.configuration = configuration
+        fragmentSize = configuration.fragmentSize
         self.maxSenders = maxSenders
     }
 

@@ -55,6 +55,11 @@ public protocol TransportLink: AnyObject, Sendable {
     /// What the link measures of its path and traffic now (RTT, window, losses), or nil if it
     /// measures nothing (an in-process link).
     func linkStatistics() async -> LinkStatistics?
+    /// The largest frame that goes whole in one packet on the link's path now: what the call
+    /// cuts fragments to. `capabilities.mtu` unless the link finds its path's MTU (the reliable
+    /// link over UDP does: it grows with the path search and falls back with it). Read from any
+    /// thread.
+    var currentMTU: Int { get }
 }
 
 extension TransportLink {
@@ -67,6 +72,9 @@ extension TransportLink {
 
     /// Nothing measured: an in-process link has no path to measure.
     public func linkStatistics() async -> LinkStatistics? { nil }
+
+    /// A link whose packet size does not change: its `mtu`.
+    public var currentMTU: Int { capabilities.mtu }
 }
 
 /// Accepts links on one address.
