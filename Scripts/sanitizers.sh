@@ -72,8 +72,7 @@ if [ "$sanitizer" = address ]; then
     source Scripts/asan-fuzz-flags.sh
     flags=("${asan_fuzz_flags[@]}")
 else
-    # No index store, as in the address build (Scripts/asan-fuzz-flags.sh): nothing reads it.
-    flags=(--enable-all-traits --sanitize thread --disable-index-store)
+    flags=(--enable-all-traits --sanitize thread)
 fi
 start=$SECONDS
 if $build; then
