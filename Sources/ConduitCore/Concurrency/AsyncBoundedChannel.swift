@@ -127,7 +127,7 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         let (ready, released) = state.withLock { Self.pop(&$0, capacity: capacity) }
         for waiter in released { waiter.continuation.resume() }
         if let ready { return ready }
-        return await withTaskCancellationHandler {
+        let handedOver = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
                 let (element, released, done): (Element?, [Waiter], Bool) = state.withLock { state in
                     let (element, released) = Self.pop(&state, capacity: capacity)
@@ -147,6 +147,13 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
             }
             consumer?.resume(returning: nil)
         }
+        // A producer hands an element to a waiting consumer by resuming its continuation after
+        // it released the lock, and ThreadSanitizer does not see a resume as synchronisation: it
+        // reported the consumer's first read of a handed-over object (a loopback link's
+        // capabilities, accepted on another thread than the one that made it) as a race. Taking
+        // the lock once here orders that read after the producer's release, as TSan can see.
+        state.withLock { _ in }
+        return handedOver
     }
 
     /// Takes the first buffered element; once the weight is back within capacity, hands back the
