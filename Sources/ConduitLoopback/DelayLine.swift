@@ -24,6 +24,8 @@ final class DelayLine: Sendable {
         var pendingBytes = 0
         var sequence: UInt64 = 0
         var droppedOverCapacity = 0
+        /// In flight when the receiving end closed: nowhere left to land.
+        var droppedAtReceiverClose = 0
         var wakeup: CheckedContinuation<Void, Never>?
         var closed = false
     }
@@ -133,6 +135,21 @@ final class DelayLine: Sendable {
         wakeup?.resume()
     }
 
+    /// The receiving end closed: what is in flight can land nowhere, so it is dropped (and counted)
+    /// and the runner ends now instead of sleeping until those datagrams were due (forever, on a
+    /// virtual clock that a finished test no longer moves).
+    func receiverClosed() {
+        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.closed = true
+            state.droppedAtReceiverClose += state.pending.count
+            state.pending.removeAll()
+            state.pendingBytes = 0
+            defer { state.wakeup = nil }
+            return state.wakeup
+        }
+        wakeup?.resume()
+    }
+
     /// Stops accepting; what is in flight is still delivered, then the inbox ends.
     func close() {
         let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -145,8 +162,8 @@ final class DelayLine: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
-    var statistics: (impairment: ImpairmentModel.Statistics, droppedOverCapacity: Int) {
-        state.withLock { ($0.model.statistics, $0.droppedOverCapacity) }
+    var statistics: (impairment: ImpairmentModel.Statistics, droppedOverCapacity: Int, droppedAtReceiverClose: Int) {
+        state.withLock { ($0.model.statistics, $0.droppedOverCapacity, $0.droppedAtReceiverClose) }
     }
 }
 

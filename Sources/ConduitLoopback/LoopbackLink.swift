@@ -12,14 +12,20 @@ public final class LoopbackLink: TransportLink {
     private let outbox: AsyncBoundedChannel<DatagramBatch>
     /// On an impaired link, what this end writes goes through here instead of straight to `outbox`.
     private let delayLine: DelayLine?
+    /// On an impaired link, the peer's delay line, which feeds `inbox`.
+    private let incomingLine: DelayLine?
 
-    private init(capabilities: TransportCapabilities, remote: String, inbox: AsyncBoundedChannel<DatagramBatch>, outbox: AsyncBoundedChannel<DatagramBatch>, delayLine: DelayLine?) {
+    private init(capabilities: TransportCapabilities, remote: String, inbox: AsyncBoundedChannel<DatagramBatch>, outbox: AsyncBoundedChannel<DatagramBatch>, delayLine: DelayLine?, incomingLine: DelayLine?) {
         self.capabilities = capabilities
         self.remoteDescription = remote
         self.inbox = inbox
         self.outbox = outbox
         self.delayLine = delayLine
+        self.incomingLine = incomingLine
     }
+
+    /// A link let go without `close()` still ends its delay lines' tasks, and the peer reads nil.
+    deinit { shutDown() }
 
     static func pair(
         capabilities: TransportCapabilities,
@@ -40,13 +46,14 @@ public final class LoopbackLink: TransportLink {
             for line in [upstream, downstream].compactMap({ $0 }) { Task { await line.run() } }
         }
         return (
-            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (server)", inbox: toClient, outbox: toServer, delayLine: upstream),
-            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (client)", inbox: toServer, outbox: toClient, delayLine: downstream)
+            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (server)", inbox: toClient, outbox: toServer, delayLine: upstream, incomingLine: downstream),
+            LoopbackLink(capabilities: capabilities, remote: "loopback://\(name) (client)", inbox: toServer, outbox: toClient, delayLine: downstream, incomingLine: upstream)
         )
     }
 
     /// What the emulated network did to this end's datagrams (nil on an unimpaired link).
-    public var impairmentStatistics: (impairment: ImpairmentModel.Statistics, droppedOverCapacity: Int)? {
+    /// `droppedAtReceiverClose` counts what this end sent that was still in flight when the peer closed.
+    public var impairmentStatistics: (impairment: ImpairmentModel.Statistics, droppedOverCapacity: Int, droppedAtReceiverClose: Int)? {
         delayLine?.statistics
     }
 
@@ -77,12 +84,15 @@ public final class LoopbackLink: TransportLink {
     public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.next() }
 
     /// Closes both directions: the peer drains what was already sent, then reads nil.
-    public func close() async {
+    public func close() async { shutDown() }
+
+    private func shutDown() {
         if let delayLine {
             delayLine.close()  // in-flight datagrams still land, then the peer reads nil
         } else {
             outbox.finish()
         }
+        incomingLine?.receiverClosed()
         inbox.finishAndDiscard()
     }
 }

@@ -117,6 +117,36 @@ struct LoopbackImpairmentTests {
         await listener.close()
     }
 
+    @Test func datagramsInFlightToAClosedEndAreDroppedCountedAndLeaveNoTaskBehind() async throws {
+        let (hub, clock) = Self.virtualHub()
+        let (client, server, listener) = try await pair("closed-receiver", "delay-ms=200", hub: hub)
+        var batch = DatagramBatch()
+        for _ in 0..<5 { batch.append([9]) }
+        try await client.write(batch)
+        try await server.write(batch)
+        await clock.advance(by: .milliseconds(100))  // half way: all 10 still in flight
+        await server.close()
+        await client.close()
+        await clock.settle()
+        // Each direction's datagrams had a closed end to land on: none is delivered later, each is
+        // counted, and no delay line sleeps on for time that a finished test will never move.
+        #expect((client as? LoopbackLink)?.impairmentStatistics?.droppedAtReceiverClose == 5)
+        #expect((server as? LoopbackLink)?.impairmentStatistics?.droppedAtReceiverClose == 5)
+        #expect(clock.sleeperCount == 0)
+        await listener.close()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aLinkLetGoWithoutClosingEndsAndItsPeerReadsTheEnd() async throws {
+        let (hub, _) = Self.virtualHub()
+        var (client, server, listener): ((any TransportLink)?, any TransportLink, any TransportListener) = try await pair("let-go", "delay-ms=5", hub: hub)
+        #expect(client != nil)
+        client = nil
+        #expect(try await server.read() == nil)
+        await server.close()
+        await listener.close()
+    }
+
     @Test(arguments: ["loopback://x?loss=2", "loopback://x?delay-ms=-1", "loopback://x?seed=abc", "loopback://x?rate=fast"])
     func badImpairmentOptionsAreTypedErrors(_ text: String) async throws {
         let transport = LoopbackTransport(hub: LoopbackHub())
