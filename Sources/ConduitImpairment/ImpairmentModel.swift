@@ -23,6 +23,13 @@ public struct ImpairmentModel: Sendable {
         public var reordered = 0
         /// Datagrams with a bit flipped (the `corrupt` probability).
         public var corrupted = 0
+        /// Datagrams that went through the bottleneck (a `rate` is set).
+        public var queuedAtBottleneck = 0
+        /// How long those datagrams waited at the bottleneck behind others, in total: the
+        /// queueing delay the senders built up (divide by ``queuedAtBottleneck`` for the mean).
+        public var totalQueueDelay = Duration.zero
+        /// The longest any datagram waited at the bottleneck behind others.
+        public var maxQueueDelay = Duration.zero
         /// All counters at zero.
         public init() {}
     }
@@ -111,6 +118,9 @@ public struct ImpairmentModel: Sendable {
         var departure = now
         if case .bitsPerSecond(let bps) = configuration.rate {
             let start = max(now, linkFreeAt)
+            statistics.queuedAtBottleneck += 1
+            statistics.totalQueueDelay += start - now
+            statistics.maxQueueDelay = max(statistics.maxQueueDelay, start - now)
             let serialisation = Duration.nanoseconds(Int64(Double(size) * 8 / Double(bps) * 1e9))
             linkFreeAt = start + serialisation
             departure = linkFreeAt

@@ -3,24 +3,35 @@ public import ConduitImpairment
 public import NIOCore
 public import NIOPosix
 
-/// `conduit impair`: a user-space network impairment proxy between a UDP client and an upstream.
+/// `conduit impair`: a user-space network impairment proxy between UDP clients and their upstreams.
 ///
 /// ```
 ///   client ──▶ listen ──[impair client→upstream]──▶ relay socket ──▶ upstream
 ///   client ◀── listen ◀──[impair upstream→client]── relay socket ◀── upstream
 /// ```
 ///
-/// The client is whoever last sent to the listening socket (as behind a NAT). Each direction has
-/// its own seeded `ImpairmentModel`; deliveries are scheduled on the proxy's event loop, where
-/// all of its state lives. Only what the caller names is ever addressed: the upstream given, and
-/// the client that wrote first.
+/// With one upstream, the client is whoever last sent to the listening socket (as behind a NAT:
+/// a client that re-binds keeps its path). With several, each is one path with a relay socket of
+/// its own: the first client to write takes the first path, the next client the next, and a client
+/// beyond the last path is stray. Every path crosses the same two seeded `ImpairmentModel`s, one
+/// per direction, so several calls share one bottleneck. Deliveries are scheduled on the proxy's
+/// event loop, where all of its state lives. Only what the caller names is ever addressed: the
+/// upstreams given, and the clients that wrote first.
 public final class ImpairmentProxy: Sendable {
+    /// The most upstreams one proxy takes (each holds a socket).
+    public static let maxUpstreams = 64
+
     /// Where the proxy listens, where it forwards to, and what it does to each direction.
     public struct Configuration: Sendable {
         /// The address clients send to; the proxy binds it (port 0: an ephemeral port).
         public var listen: UDPEndpoint
-        /// The address the proxy forwards the client's datagrams to.
-        public var upstream: UDPEndpoint
+        /// Where clients' datagrams go: the first client's to the first, and so on (1 to ``ImpairmentProxy/maxUpstreams``).
+        public var upstreams: [UDPEndpoint]
+        /// The first upstream (the only one, for a single client).
+        public var upstream: UDPEndpoint {
+            get { upstreams[0] }
+            set { upstreams[0] = newValue }
+        }
         /// What happens to datagrams from the client on their way upstream.
         public var clientToUpstream: ImpairmentConfiguration
         /// What happens to datagrams from upstream on their way back to the client.
@@ -28,8 +39,14 @@ public final class ImpairmentProxy: Sendable {
 
         /// Both directions impaired alike, with independent seeds (`seed` and `seed + 1`).
         public init(listen: UDPEndpoint, upstream: UDPEndpoint, impairment: ImpairmentConfiguration) {
+            self.init(listen: listen, upstreams: [upstream], impairment: impairment)
+        }
+
+        /// One path per upstream, every path through the same impairment (one shared bottleneck
+        /// per direction), with independent seeds per direction (`seed` and `seed + 1`).
+        public init(listen: UDPEndpoint, upstreams: [UDPEndpoint], impairment: ImpairmentConfiguration) {
             self.listen = listen
-            self.upstream = upstream
+            self.upstreams = upstreams
             self.clientToUpstream = impairment
             var reverse = impairment
             reverse.seed = impairment.seed &+ 1
@@ -57,6 +74,10 @@ public final class ImpairmentProxy: Sendable {
         public var corrupted = 0
         /// Bytes sent on, duplicates included.
         public var bytesForwarded = 0
+        /// The longest a datagram waited behind others at the bottleneck (`rate`), in milliseconds.
+        public var maxQueueDelayMilliseconds = 0.0
+        /// The mean wait at the bottleneck, in milliseconds (0 without a `rate`).
+        public var meanQueueDelayMilliseconds = 0.0
     }
 
     /// What the proxy did in both directions.
@@ -65,66 +86,84 @@ public final class ImpairmentProxy: Sendable {
         public var clientToUpstream = DirectionStatistics()
         /// From upstream back to the client.
         public var upstreamToClient = DirectionStatistics()
-        /// Datagrams dropped because they came from neither the upstream nor (before any client
-        /// wrote) could be returned to anyone.
+        /// Datagrams dropped because they came from neither a path's upstream nor a client the
+        /// proxy serves (a client beyond the last path), or could be returned to no one yet.
         public var strayDatagrams = 0
+    }
+
+    /// One client's way through: its upstream, and the relay socket it is forwarded from.
+    private struct Path {
+        let upstream: SocketAddress
+        let relay: any Channel
+        var client: SocketAddress?
     }
 
     private struct State {
         var toUpstream: ImpairmentModel
         var toClient: ImpairmentModel
-        var client: SocketAddress?
+        var paths: [Path]
         var statistics = Statistics()
     }
 
     private let state: NIOLoopBoundBox<State>
     private let front: any Channel
-    private let back: any Channel
-    private let upstream: SocketAddress
+    private let relays: [any Channel]
     private let origin: NIODeadline
     /// The bound listening address (port filled in when 0 was asked for).
     public let localAddress: SocketAddress
-    /// The address the proxy sends to the upstream from.
-    public var relayAddress: SocketAddress? { back.localAddress }
+    /// The address the proxy sends to the (first) upstream from.
+    public var relayAddress: SocketAddress? { relays[0].localAddress }
 
-    private init(state: NIOLoopBoundBox<State>, front: any Channel, back: any Channel, upstream: SocketAddress, origin: NIODeadline) {
+    private init(state: NIOLoopBoundBox<State>, front: any Channel, relays: [any Channel], origin: NIODeadline) {
         self.state = state
         self.front = front
-        self.back = back
-        self.upstream = upstream
+        self.relays = relays
         self.origin = origin
         self.localAddress = front.localAddress!
     }
 
-    /// Binds the listening socket and the relay socket, and starts forwarding.
+    /// Binds the listening socket and one relay socket per upstream, and starts forwarding.
     public static func start(_ configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> ImpairmentProxy {
+        guard (1...maxUpstreams).contains(configuration.upstreams.count) else {
+            throw ConduitError(.invalidConfiguration, "an impairment proxy takes 1 to \(maxUpstreams) upstreams, not \(configuration.upstreams.count)")
+        }
         let listen = try configuration.listen.socketAddress()
-        let upstream = try configuration.upstream.socketAddress()
+        let upstreams = try configuration.upstreams.map { try $0.socketAddress() }
         let loop = group.next()
-        let state = NIOLoopBoundBox.makeBoxSendingValue(
-            State(toUpstream: ImpairmentModel(configuration: configuration.clientToUpstream), toClient: ImpairmentModel(configuration: configuration.upstreamToClient)),
-            eventLoop: loop
-        )
         let relay = ProxyRelay()
         let front = try await DatagramBootstrap(group: loop).bindClosingOnFailure(to: listen) { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromClient($0) })
             }
         }
-        let back: any Channel
+        var relays: [any Channel] = []
         do {
-            back = try await DatagramBootstrap(group: loop)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromUpstream($0) })
-                    }
-                }
-                .bind(host: upstream.protocol == .inet6 ? "::1" : "127.0.0.1", port: 0).get()
+            for (index, upstream) in upstreams.enumerated() {
+                relays.append(
+                    try await DatagramBootstrap(group: loop)
+                        .channelInitializer { channel in
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(ForwardingHandler { relay.proxy?.fromUpstream($0, path: index) })
+                            }
+                        }
+                        .bind(host: upstream.protocol == .inet6 ? "::1" : "127.0.0.1", port: 0).get()
+                )
+            }
         } catch {
+            for channel in relays { try? await channel.close() }
             try? await front.close()
             throw error
         }
-        let proxy = ImpairmentProxy(state: state, front: front, back: back, upstream: upstream, origin: .now())
+        let paths = zip(upstreams, relays).map { Path(upstream: $0, relay: $1) }
+        let state = NIOLoopBoundBox.makeBoxSendingValue(
+            State(
+                toUpstream: ImpairmentModel(configuration: configuration.clientToUpstream),
+                toClient: ImpairmentModel(configuration: configuration.upstreamToClient),
+                paths: paths
+            ),
+            eventLoop: loop
+        )
+        let proxy = ImpairmentProxy(state: state, front: front, relays: relays, origin: .now())
         relay.proxy = proxy
         return proxy
     }
@@ -139,16 +178,34 @@ public final class ImpairmentProxy: Sendable {
 
     // MARK: On the event loop
 
+    /// The path a client's datagram takes: the only one (its client is the last sender), the one
+    /// the client took before, or the first free one; nil when every path has another client.
+    private func path(of client: SocketAddress) -> Int? {
+        if state.value.paths.count == 1 {
+            state.value.paths[0].client = client
+            return 0
+        }
+        if let index = state.value.paths.firstIndex(where: { $0.client == client }) { return index }
+        guard let free = state.value.paths.firstIndex(where: { $0.client == nil }) else { return nil }
+        state.value.paths[free].client = client
+        return free
+    }
+
     private func fromClient(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        state.value.client = envelope.remoteAddress
+        guard let index = path(of: envelope.remoteAddress) else {
+            state.value.statistics.strayDatagrams += 1
+            return
+        }
+        let path = state.value.paths[index]
         state.value.statistics.clientToUpstream.received += 1
         let decision = state.value.toUpstream.submit(size: envelope.data.readableBytes, now: now())
         record(decision, into: \.clientToUpstream, model: state.value.toUpstream.statistics)
-        schedule(decision, envelope.data, to: upstream, via: back, direction: \.clientToUpstream)
+        schedule(decision, envelope.data, to: path.upstream, via: path.relay, direction: \.clientToUpstream)
     }
 
-    private func fromUpstream(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        guard envelope.remoteAddress == upstream, let client = state.value.client else {
+    private func fromUpstream(_ envelope: AddressedEnvelope<ByteBuffer>, path index: Int) {
+        let path = state.value.paths[index]
+        guard envelope.remoteAddress == path.upstream, let client = path.client else {
             state.value.statistics.strayDatagrams += 1
             return
         }
@@ -165,6 +222,9 @@ public final class ImpairmentProxy: Sendable {
         state.value.statistics[keyPath: direction].duplicated = model.duplicated
         state.value.statistics[keyPath: direction].reordered = model.reordered
         state.value.statistics[keyPath: direction].corrupted = model.corrupted
+        state.value.statistics[keyPath: direction].maxQueueDelayMilliseconds = Double(model.maxQueueDelay.nanosecondsClamped) / 1e6
+        state.value.statistics[keyPath: direction].meanQueueDelayMilliseconds =
+            model.queuedAtBottleneck == 0 ? 0 : Double(model.totalQueueDelay.nanosecondsClamped) / 1e6 / Double(model.queuedAtBottleneck)
     }
 
     private func schedule(
@@ -220,10 +280,10 @@ public final class ImpairmentProxy: Sendable {
         (try? await state.eventLoop.submit { [state] in state.value.statistics }.get()) ?? Statistics()
     }
 
-    /// Closes both sockets; datagrams still scheduled are dropped.
+    /// Closes every socket; datagrams still scheduled are dropped.
     public func stop() async {
         try? await front.close()
-        try? await back.close()
+        for channel in relays { try? await channel.close() }
     }
 }
 

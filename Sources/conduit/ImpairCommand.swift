@@ -7,19 +7,22 @@ import ConduitImpairment
 struct ImpairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "impair",
-        abstract: "User-space network impairment between a UDP client and an upstream (netem in user space).",
+        abstract: "User-space network impairment between UDP clients and their upstreams (netem in user space).",
         discussion: """
-            Listens on --listen; whoever sends there is the client, and its datagrams go to --upstream, and
-            the upstream's replies back to it. Each direction is impaired independently with the same
-            settings and its own seed (seed, seed+1), so a run replays exactly. Ends on SIGINT/SIGTERM or
-            after --duration, then prints its statistics as one JSON object (per direction: received,
-            forwarded, dropped, droppedByPartition, droppedOverSize, duplicated, reordered, corrupted,
-            bytesForwarded).
+            Listens on --listen; whoever sends there is the client, and its datagrams go to --upstream, and \
+            the upstream's replies back to it. Give --upstream several times for several clients: the first \
+            client to send goes to the first upstream, the next to the next, each from a socket of its own, \
+            and all of them share one bottleneck per direction (--rate). Each direction is impaired \
+            independently with the same settings and its own seed (seed, seed+1), so a run replays exactly. \
+            Ends on SIGINT/SIGTERM or after --duration, then prints its statistics as one JSON object (per \
+            direction: received, forwarded, dropped, droppedByPartition, droppedOverSize, duplicated, \
+            reordered, corrupted, bytesForwarded, maxQueueDelayMilliseconds, meanQueueDelayMilliseconds; \
+            and strayDatagrams).
             """
     )
 
     @Option(help: "Address to listen on, HOST:PORT (IP literal).") var listen: String
-    @Option(help: "Where to forward, HOST:PORT (IP literal).") var upstream: String
+    @Option(help: "Where to forward, HOST:PORT (IP literal); repeat it, one per client, for clients sharing a bottleneck.") var upstream: [String]
     @Option(help: "Probability of dropping a datagram (0...1).") var loss: Double = 0
     @Option(help: "Probability of holding a datagram back so later ones overtake it.") var reorder: Double = 0
     @Option(help: "Probability of delivering a datagram twice.") var dup: Double = 0
@@ -36,7 +39,7 @@ struct ImpairCommand: AsyncParsableCommand {
     func run() async throws {
         let impairment: ImpairmentConfiguration
         let listenEndpoint: UDPEndpoint
-        let upstreamEndpoint: UDPEndpoint
+        var upstreamEndpoints: [UDPEndpoint] = []
         do {
             var options = [
                 "loss": "\(loss)", "reorder": "\(reorder)", "dup": "\(dup)", "corrupt": "\(corrupt)",
@@ -46,15 +49,15 @@ struct ImpairCommand: AsyncParsableCommand {
             if let maxSize { options["max-size"] = "\(maxSize)" }
             impairment = try ImpairmentConfiguration(options: options)
             listenEndpoint = try UDPEndpoint(parsing: listen)
-            upstreamEndpoint = try UDPEndpoint(parsing: upstream)
+            for text in upstream { upstreamEndpoints.append(try UDPEndpoint(parsing: text)) }
         } catch {
             throw ValidationError(error.message)
         }
         let window = try blackout.map(Self.parseBlackout)
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
 
-        let proxy = try await ImpairmentProxy.start(.init(listen: listenEndpoint, upstream: upstreamEndpoint, impairment: impairment))
-        FileHandle.standardError.write(Data("conduit impair: \(listenEndpoint) -> \(upstreamEndpoint)\n".utf8))
+        let proxy = try await ImpairmentProxy.start(.init(listen: listenEndpoint, upstreams: upstreamEndpoints, impairment: impairment))
+        FileHandle.standardError.write(Data("conduit impair: \(listenEndpoint) -> \(upstreamEndpoints.map { "\($0)" }.joined(separator: ", "))\n".utf8))
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await Self.waitForSignal() }

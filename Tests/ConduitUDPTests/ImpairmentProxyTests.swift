@@ -32,6 +32,13 @@ struct TestSocket {
         try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
     }
 
+    /// Sends all of them back to back, in one flush.
+    func sendBurst(_ datagrams: [[UInt8]], to address: SocketAddress) async throws {
+        let writes = datagrams.map { channel.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: $0))) }
+        channel.flush()
+        for write in writes { try await write.get() }
+    }
+
     /// What arrived once `count` datagrams are in, or nothing new came for `quiet` (bounded polling).
     func collect(upTo count: Int, quiet: Duration = .milliseconds(500)) async -> [[UInt8]] {
         var seen = -1
@@ -162,6 +169,44 @@ struct ImpairmentProxyTests {
         #expect(await proxy.statistics().strayDatagrams == 1)
         await proxy.stop()
         for socket in [upstream, client, stranger] { try await socket.channel.close() }
+    }
+
+    @Test func eachClientTakesItsOwnPathAndAllShareOneBottleneck() async throws {
+        let upstreams = [try await TestSocket.bind(echo: true), try await TestSocket.bind(echo: true)]
+        let clients = [try await TestSocket.bind(), try await TestSocket.bind(), try await TestSocket.bind()]
+        var impairment = ImpairmentConfiguration()
+        impairment.rate = .bitsPerSecond(8_000)  // 102 ms per 102-byte datagram
+        let proxy = try await ImpairmentProxy.start(.init(listen: UDPEndpoint(host: "127.0.0.1", port: 0), upstreams: upstreams.map(\.endpoint), impairment: impairment))
+        // The first client to write takes the first path, the next the second; a third finds none.
+        try await clients[0].sendBurst((0..<5).map(datagram), to: proxy.localAddress)
+        while await proxy.statistics().clientToUpstream.received < 5 { try await Task.sleep(for: .milliseconds(2)) }
+        try await clients[1].sendBurst((100..<105).map(datagram), to: proxy.localAddress)
+        try await clients[2].send(datagram(999), to: proxy.localAddress)
+        #expect(Set(await upstreams[0].collect(upTo: 5)) == Set((0..<5).map(datagram)))
+        #expect(Set(await upstreams[1].collect(upTo: 5)) == Set((100..<105).map(datagram)))
+        // Each echo goes back to the client on that path, and only to it.
+        #expect(Set(await clients[0].collect(upTo: 5)) == Set((0..<5).map(datagram)))
+        #expect(Set(await clients[1].collect(upTo: 5)) == Set((100..<105).map(datagram)))
+        #expect(await clients[2].collect(upTo: 1, quiet: .milliseconds(300)).isEmpty)
+        let stats = await proxy.statistics()
+        #expect(stats.strayDatagrams == 1)
+        #expect(stats.clientToUpstream.received == 10 && stats.clientToUpstream.forwarded == 10)
+        // One bottleneck for both paths: the second client's last datagram waited behind what was
+        // left of the first's five (510 ms of them) and its own four (408 ms). With a bottleneck
+        // per path, none would have waited more than 408 ms.
+        #expect(stats.clientToUpstream.maxQueueDelayMilliseconds >= 500)
+        #expect(stats.clientToUpstream.meanQueueDelayMilliseconds > 0)
+        await proxy.stop()
+        for socket in upstreams + clients { try await socket.channel.close() }
+    }
+
+    @Test func upstreamsAreBetweenOneAndTheLimit() async throws {
+        for count in [0, ImpairmentProxy.maxUpstreams + 1] {
+            let upstreams = Array(repeating: UDPEndpoint(host: "127.0.0.1", port: 9), count: count)
+            await #expect(throws: ConduitError.self) {
+                _ = try await ImpairmentProxy.start(.init(listen: UDPEndpoint(host: "127.0.0.1", port: 0), upstreams: upstreams, impairment: ImpairmentConfiguration()))
+            }
+        }
     }
 
     @Test(arguments: ["127.0.0.1", "localhost:80", "[::1]", "127.0.0.1:x"])
