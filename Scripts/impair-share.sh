@@ -3,7 +3,8 @@
 # so an 80 ms RTT), each sending COUNT reliable 1 KiB messages uncapped, started together. Prints
 # each call's goodput while both ran (from its listener's 100 ms timeline, the first 2 s left out),
 # their ratio, and how long datagrams queued at the bottleneck (largest and mean, client to
-# upstream, the whole run, start-up included).
+# upstream, the whole run, start-up included). A run of over 40 s (COUNT=40000: the listener's
+# timeline covers the first minute) also gets the last 20 s both calls ran.
 # usage: bash Scripts/impair-share.sh BIN [SCHEME]   e.g. .build/release/conduit udp
 # env COUNT (default 15000), RATE (default 10mbps), CC (udp:// controller: bbr or newreno; default
 # the transport's). Loopback only (127.0.0.1, ports 47300-47302); every process it starts is ended.
@@ -50,6 +51,10 @@ impair = last(f"{t}/is-impair.log")["clientToUpstream"]
 print(f"calls ended after {ends[0] / 10:.1f} s and {ends[1] / 10:.1f} s; both ran {stop / 10:.1f} s")
 print(f"goodput while both ran, {start / 10:.0f}-{stop / 10:.1f} s: {rates[0]:.2f} and {rates[1]:.2f} Mbit/s, "
       f"ratio {min(rates) / max(rates):.2f}, together {sum(rates):.2f} Mbit/s")
+if stop - start > 400:  # a long run: also the last 20 s, once the probes have had time to converge
+    tail = [sum(f[stop - 200:stop]) * 8 / 20 / 1e6 for f in flows]
+    print(f"the last 20 s both ran: {tail[0]:.2f} and {tail[1]:.2f} Mbit/s, ratio {min(tail) / max(tail):.2f}")
+print("per 5 s, Mbit/s:", "  ".join(f"{sum(flows[0][i:i + 50]) * 8 / 5e6:.1f}/{sum(flows[1][i:i + 50]) * 8 / 5e6:.1f}" for i in range(0, min(ends), 50)))
 print(f"queueing at the bottleneck: at most {impair['maxQueueDelayMilliseconds']:.1f} ms, "
       f"mean {impair['meanQueueDelayMilliseconds']:.1f} ms; every message delivered and acknowledged: "
       f"{'yes' if status == '0' else 'NO'}")
