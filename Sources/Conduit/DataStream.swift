@@ -31,6 +31,10 @@ public struct DataStream<Element: Sendable>: AsyncSequence, Sendable {
     /// The data buffered now, unread (in bytes).
     public var bufferedBytes: Int { channel.bufferedWeight }
 
+    /// Returns once the stream holds its capacity unread and holds back the data behind it (or
+    /// once it ended): the moment a test of receive backpressure checks.
+    package func waitUntilFull() async { await channel.waitUntilProducerWaits() }
+
     /// Reads a ``DataStream``.
     public struct AsyncIterator: AsyncIteratorProtocol, Sendable {
         let channel: AsyncBoundedChannel<Element>

@@ -53,6 +53,37 @@ struct AsyncBoundedChannelTests {
         #expect(await consumer.value == nil)
     }
 
+    @Test("waitUntilProducerWaits returns only once a producer is held back, or the channel finished")
+    func pushbackIsObservable() async {
+        let channel = AsyncBoundedChannel<Int>(capacity: 2)
+        let log = EventLog()
+        let watcher = Task {
+            await channel.waitUntilProducerWaits()
+            await log.append("watcher saw a producer wait")
+        }
+        // Up to the capacity nobody waits, and neither does the watcher's answer come.
+        #expect(await channel.send(1))
+        #expect(await channel.send(2))
+        let producer = Task { () async -> Bool in
+            await log.append("third sent")
+            return await channel.send(3)
+        }
+        await watcher.value
+        #expect(await log.entries == ["third sent", "watcher saw a producer wait"])
+        #expect(channel.bufferedWeight == 3)
+        // Room again: the producer goes on.
+        #expect(await channel.next() == 1)
+        #expect(await producer.value)
+        // A producer already waiting answers at once; a finished channel too; a cancelled wait ends.
+        let finished = AsyncBoundedChannel<Int>(capacity: 1)
+        finished.finish()
+        await finished.waitUntilProducerWaits()
+        let idle = AsyncBoundedChannel<Int>(capacity: 1)
+        let cancelled = Task { await idle.waitUntilProducerWaits() }
+        cancelled.cancel()
+        await cancelled.value
+    }
+
     @Test("a waiting consumer receives a sent element")
     func handOff() async {
         let channel = AsyncBoundedChannel<Int>(capacity: 1)

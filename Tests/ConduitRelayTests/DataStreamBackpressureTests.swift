@@ -23,13 +23,13 @@ import Testing
         }
     }
 
-    /// Waits until `stream` holds its capacity unread (the receiver then reads no more from its
-    /// link), checks it went no further, then reads `count` messages and checks their order.
+    /// Waits until `stream` holds its capacity unread and holds back what follows (the receiver
+    /// then reads no more from its link), checks it went no further, then reads `count` messages
+    /// and checks their order.
     static func expectHeldThenComplete<Element: Sendable>(_ stream: DataStream<Element>, _ text: @escaping @Sendable (Element) -> String) async throws {
-        try await within("the unread stream to fill") {
-            while stream.bufferedBytes < stream.capacity { try await Task.sleep(for: .milliseconds(5)) }
-        }
+        try await within("the unread stream to fill") { await stream.waitUntilFull() }
         // Bounded by its capacity (plus the one message that crossed it), whatever is still coming.
+        #expect(stream.bufferedBytes >= stream.capacity)
         #expect(stream.bufferedBytes <= stream.capacity + 8)
         let got = try await within("\(count) messages", limit: .seconds(60)) {
             var got: [String] = []

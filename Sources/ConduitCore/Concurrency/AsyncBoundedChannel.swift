@@ -31,6 +31,8 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         @usableFromInline var finished = false
         @usableFromInline var consumer: CheckedContinuation<Element?, Never>?
         @usableFromInline var producers: [Waiter] = []
+        /// Who waits for a producer to wait (``waitUntilProducerWaits()``).
+        @usableFromInline var pushbackWatchers: [Waiter] = []
         @usableFromInline var nextID: UInt64 = 0
 
         @inlinable
@@ -105,12 +107,14 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.finished || state.weight <= capacity || Task.isCancelled { return true }
+                let (resumeNow, watchers) = state.withLock { state -> (Bool, [Waiter]) in
+                    if state.finished || state.weight <= capacity || Task.isCancelled { return (true, []) }
                     state.producers.append(Waiter(id: id, continuation: continuation))
-                    return false
+                    defer { state.pushbackWatchers.removeAll() }
+                    return (false, state.pushbackWatchers)
                 }
                 if resumeNow { continuation.resume() }
+                for watcher in watchers { watcher.continuation.resume() }
             }
         } onCancel: {
             let waiter = state.withLock { state -> Waiter? in
@@ -175,8 +179,9 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
             defer {
                 state.consumer = nil
                 state.producers.removeAll()
+                state.pushbackWatchers.removeAll()
             }
-            return (state.buffer.isEmpty ? state.consumer : nil, state.producers)
+            return (state.buffer.isEmpty ? state.consumer : nil, state.producers + state.pushbackWatchers)
         }
         consumer?.resume(returning: nil)
         for waiter in producers { waiter.continuation.resume() }
@@ -196,6 +201,32 @@ public final class AsyncBoundedChannel<Element: Sendable>: Sendable, AsyncSequen
         }
         finish()
         return discarded
+    }
+
+    /// Returns once a producer waits for room (the buffer went over its capacity, and whoever
+    /// feeds it is held back), or once the channel is finished: what a test of backpressure waits
+    /// for, instead of polling the fill level on the wall clock.
+    package func waitUntilProducerWaits() async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.finished || !state.producers.isEmpty || Task.isCancelled { return true }
+                    state.pushbackWatchers.append(Waiter(id: id, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let watcher = state.withLock { state -> Waiter? in
+                guard let index = state.pushbackWatchers.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.pushbackWatchers.remove(at: index)
+            }
+            watcher?.continuation.resume()
+        }
     }
 
     /// Whether the channel was finished; the consumer reads what is buffered, then nil.
