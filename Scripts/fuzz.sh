@@ -54,8 +54,13 @@ if $skip_build; then
     echo "Scripts/fuzz.sh: using the conduit-fuzz already built in $scratch"
 else
     echo "Scripts/fuzz.sh: building conduit-fuzz (libFuzzer + AddressSanitizer) in $scratch"
-    swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" \
-        --scratch-path "$scratch" --product conduit-fuzz 2>&1 | grep -E "error|warning: |Build of product" | grep -v "Cannot export local symbol" || true
+    # The filter never fails; the build's own status does (pipefail): a failed build must not
+    # fall through to an older conduit-fuzz left in the scratch path.
+    if ! swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" --scratch-path "$scratch" --product conduit-fuzz 2>&1 |
+        { grep -E "error|warning: |Build of product" | grep -v "Cannot export local symbol" || true; }; then
+        echo "Scripts/fuzz.sh: the build failed (above)" >&2
+        exit 1
+    fi
 fi
 binary="$(swift build "${configuration[@]}" "${asan_fuzz_flags[@]}" --scratch-path "$scratch" --show-bin-path)/conduit-fuzz"
 [ -x "$binary" ] || { echo "Scripts/fuzz.sh: the build failed (no $binary)" >&2; exit 1; }
