@@ -118,9 +118,10 @@ public struct ImpairmentModel: Sendable {
         var departure = now
         if case .bitsPerSecond(let bps) = configuration.rate {
             let start = max(now, linkFreeAt)
+            let wait = start - now
             statistics.queuedAtBottleneck += 1
-            statistics.totalQueueDelay += start - now
-            statistics.maxQueueDelay = max(statistics.maxQueueDelay, start - now)
+            statistics.totalQueueDelay += wait
+            statistics.maxQueueDelay = max(statistics.maxQueueDelay, wait)
             let serialisation = Duration.nanoseconds(Int64(Double(size) * 8 / Double(bps) * 1e9))
             linkFreeAt = start + serialisation
             departure = linkFreeAt

@@ -138,22 +138,17 @@ final class DelayLine: Sendable {
     /// The receiving end closed: what is in flight can land nowhere, so it is dropped (and counted)
     /// and the runner ends now instead of sleeping until those datagrams were due (forever, on a
     /// virtual clock that a finished test no longer moves).
-    func receiverClosed() {
-        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.closed = true
-            state.droppedAtReceiverClose += state.pending.count
-            state.pending.removeAll()
-            state.pendingBytes = 0
-            defer { state.wakeup = nil }
-            return state.wakeup
-        }
-        wakeup?.resume()
-    }
+    func receiverClosed() { close(droppingInFlight: true) }
 
-    /// Stops accepting; what is in flight is still delivered, then the inbox ends.
-    func close() {
+    /// Stops accepting; what is in flight is still delivered (unless dropped), then the inbox ends.
+    func close(droppingInFlight: Bool = false) {
         let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.closed = true
+            if droppingInFlight {
+                state.droppedAtReceiverClose += state.pending.count
+                state.pending.removeAll()
+                state.pendingBytes = 0
+            }
             defer { state.wakeup = nil }
             return state.wakeup
         }

@@ -27,11 +27,6 @@ public final class ImpairmentProxy: Sendable {
         public var listen: UDPEndpoint
         /// Where clients' datagrams go: the first client's to the first, and so on (1 to ``ImpairmentProxy/maxUpstreams``).
         public var upstreams: [UDPEndpoint]
-        /// The first upstream (the only one, for a single client).
-        public var upstream: UDPEndpoint {
-            get { upstreams[0] }
-            set { upstreams[0] = newValue }
-        }
         /// What happens to datagrams from the client on their way upstream.
         public var clientToUpstream: ImpairmentConfiguration
         /// What happens to datagrams from upstream on their way back to the client.
