@@ -3,9 +3,9 @@
 # under AddressSanitizer and the fuzzer, and CI compiles the package under it once.
 #
 # - AddressSanitizer everywhere (C targets too, through SwiftPM's --sanitize).
-# - libFuzzer's coverage instrumentation in the Swift code: what -sanitize=fuzzer turns on
-#   (edges, indirect calls, comparisons, inline 8-bit counters, the PC table). Without libFuzzer
-#   linked, AddressSanitizer's runtime answers those hooks with no-ops.
+# - libFuzzer's coverage instrumentation in our Swift library modules (Package.swift adds it when
+#   CONDUIT_FUZZ is set: not in the dependencies or the tests). Without libFuzzer linked,
+#   AddressSanitizer's runtime answers those hooks with no-ops.
 # - libFuzzer without its main (libclang_rt.fuzzer_no_main): conduit-fuzz's own main starts
 #   libFuzzer's driver. The archive is pulled only where that driver is named, so the test bundle
 #   and the conduit executable, which have mains of their own, link as usual. (--sanitize fuzzer
@@ -20,7 +20,6 @@ if [ -z "$fuzzer_archive" ]; then
 fi
 asan_fuzz_flags=(
     --enable-all-traits --sanitize address
-    -Xswiftc -sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table
     -Xlinker "$fuzzer_archive" -Xlinker -lstdc++
 )
 export CONDUIT_FUZZ=1  # the manifest with conduit-fuzz, the same for both scripts
