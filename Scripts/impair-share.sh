@@ -7,7 +7,7 @@
 # timeline covers the first minute) also gets the last 20 s both calls ran.
 # usage: bash Scripts/impair-share.sh BIN [SCHEME]   e.g. .build/release/conduit udp
 # env COUNT (default 15000), RATE (default 10mbps), CC (udp:// controller: bbr or newreno; default
-# the transport's). Loopback only (127.0.0.1, ports 47300-47302); every process it starts is ended.
+# the transport's), QUEUE_MS (the bottleneck's buffer in ms of queueing, drop-tail; default never full). Loopback only (127.0.0.1, ports 47300-47302); every process it starts is ended.
 set -u
 B=$1
 scheme=${2:-udp}
@@ -24,7 +24,7 @@ for n in 1 2; do
 done
 sleep 0.5
 $B impair --listen 127.0.0.1:$front --upstream 127.0.0.1:$((front + 1)) --upstream 127.0.0.1:$((front + 2)) \
-  --delay-ms 40 --rate "$RATE" --seed 7 >"$t/is-impair.log" 2>&1 &
+  --delay-ms 40 --rate "$RATE" ${QUEUE_MS:+--queue-ms "$QUEUE_MS"} --seed 7 >"$t/is-impair.log" 2>&1 &
 impair=$!
 sleep 0.3
 senders=()
@@ -56,6 +56,7 @@ if stop - start > 400:  # a long run: also the last 20 s, once the probes have h
     print(f"the last 20 s both ran: {tail[0]:.2f} and {tail[1]:.2f} Mbit/s, ratio {min(tail) / max(tail):.2f}")
 print("per 5 s, Mbit/s:", "  ".join(f"{sum(flows[0][i:i + 50]) * 8 / 5e6:.1f}/{sum(flows[1][i:i + 50]) * 8 / 5e6:.1f}" for i in range(0, min(ends), 50)))
 print(f"queueing at the bottleneck: at most {impair['maxQueueDelayMilliseconds']:.1f} ms, "
-      f"mean {impair['meanQueueDelayMilliseconds']:.1f} ms; every message delivered and acknowledged: "
+      f"mean {impair['meanQueueDelayMilliseconds']:.1f} ms, {impair.get('droppedAtBottleneck', 0)} dropped by a full buffer; "
+      f"every message delivered and acknowledged: "
       f"{'yes' if status == '0' else 'NO'}")
 PY

@@ -4,7 +4,7 @@ public import ConduitCore
 ///
 /// Probabilities are per datagram and independent. Parsed from the query options that the
 /// loopback transport and `conduit impair` share: `loss`, `dup`, `reorder`, `corrupt` (0...1),
-/// `delay-ms`, `jitter-ms`, `rate` (`10mbps`, bits/s, `unlimited`), `max-size` (bytes), `seed`.
+/// `delay-ms`, `jitter-ms`, `rate` (`10mbps`, bits/s, `unlimited`), `queue-ms`, `max-size` (bytes), `seed`.
 public struct ImpairmentConfiguration: Hashable, Sendable {
     /// Chance that a datagram is dropped (0…1).
     public var loss: Double = 0
@@ -21,6 +21,10 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
     public var jitter: Duration = .zero
     /// Bottleneck rate: datagrams queue behind each other at this rate.
     public var rate: RateLimit = .unlimited
+    /// The bottleneck's buffer, as the longest a datagram may wait in it: one that would wait
+    /// longer is dropped, as a router's full buffer drops it (drop-tail; netem's `limit`, in
+    /// time). Nil: the buffer never fills. Only with a ``rate``.
+    public var queueLimit: Duration?
     /// How long a reordered datagram is held back.
     public var reorderHold: Duration = .milliseconds(10)
     /// The seed of the model's random numbers: the same seed replays the same losses.
@@ -39,7 +43,7 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
     }
 
     /// The option names this configuration reads.
-    public static let optionNames: Set<String> = ["loss", "dup", "reorder", "corrupt", "delay-ms", "jitter-ms", "rate", "seed", "reorder-hold-ms", "max-size"]
+    public static let optionNames: Set<String> = ["loss", "dup", "reorder", "corrupt", "delay-ms", "jitter-ms", "rate", "seed", "reorder-hold-ms", "max-size", "queue-ms"]
 
     /// Reads the impairment options present in `options`; others are left to the caller.
     public init(options: [String: String]) throws(ConduitError) {
@@ -66,6 +70,7 @@ public struct ImpairmentConfiguration: Hashable, Sendable {
         jitter = try milliseconds("jitter-ms")
         reorderHold = try milliseconds("reorder-hold-ms", default: .milliseconds(10))
         if let text = options["rate"] { rate = try RateLimit(parsing: text) }
+        if options["queue-ms"] != nil { queueLimit = try milliseconds("queue-ms") }
         if let text = options["max-size"] {
             guard text.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...65_535).contains(value) else {
                 throw ConduitError(.invalidConfiguration, "max-size=\(text) must be a number of bytes between 1 and 65535")

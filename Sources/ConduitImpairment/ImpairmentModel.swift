@@ -25,6 +25,8 @@ public struct ImpairmentModel: Sendable {
         public var corrupted = 0
         /// Datagrams that went through the bottleneck (a `rate` is set).
         public var queuedAtBottleneck = 0
+        /// Datagrams dropped because the bottleneck's buffer was full (``ImpairmentConfiguration/queueLimit``).
+        public var droppedAtBottleneck = 0
         /// How long those datagrams waited at the bottleneck behind others, in total: the
         /// queueing delay the senders built up (divide by ``queuedAtBottleneck`` for the mean).
         public var totalQueueDelay = Duration.zero
@@ -119,6 +121,11 @@ public struct ImpairmentModel: Sendable {
         if case .bitsPerSecond(let bps) = configuration.rate {
             let start = max(now, linkFreeAt)
             let wait = start - now
+            if let limit = configuration.queueLimit, wait > limit {
+                statistics.dropped += 1
+                statistics.droppedAtBottleneck += 1
+                return Decision(deliveries: [])
+            }
             statistics.queuedAtBottleneck += 1
             statistics.totalQueueDelay += wait
             statistics.maxQueueDelay = max(statistics.maxQueueDelay, wait)

@@ -50,6 +50,8 @@ public struct SansIOPair<A: SansIOMachine, B: SansIOMachine> {
             public var droppedByPartition = 0
             /// Datagrams lost for being larger than the path's `maxDatagramSize`.
             public var droppedOverSize = 0
+            /// Datagrams lost because the bottleneck's buffer was full (`queueLimit`).
+            public var droppedAtBottleneck = 0
             /// Extra copies the path made.
             public var duplicated = 0
             /// Datagrams held back so later ones overtook them.
@@ -59,7 +61,7 @@ public struct SansIOPair<A: SansIOMachine, B: SansIOMachine> {
             /// Bytes the sending machine transmitted.
             public var submittedBytes = 0
             /// Every datagram lost on the way, whatever the cause.
-            public var dropped: Int { droppedByLoss + droppedByPartition + droppedOverSize }
+            public var dropped: Int { droppedByLoss + droppedByPartition + droppedOverSize + droppedAtBottleneck }
             /// All counters at zero.
             public init() {}
         }
@@ -234,8 +236,9 @@ public struct SansIOPair<A: SansIOMachine, B: SansIOMachine> {
         path.statistics.submittedBytes += datagram.count
         path.statistics.droppedByPartition += after.droppedByPartition - before.droppedByPartition
         path.statistics.droppedOverSize += after.droppedOverSize - before.droppedOverSize
+        path.statistics.droppedAtBottleneck += after.droppedAtBottleneck - before.droppedAtBottleneck
         path.statistics.droppedByLoss += (after.dropped - before.dropped) - (after.droppedByPartition - before.droppedByPartition)
-            - (after.droppedOverSize - before.droppedOverSize)
+            - (after.droppedOverSize - before.droppedOverSize) - (after.droppedAtBottleneck - before.droppedAtBottleneck)
         path.statistics.duplicated += after.duplicated - before.duplicated
         path.statistics.reordered += after.reordered - before.reordered
         path.statistics.corrupted += after.corrupted - before.corrupted

@@ -61,6 +61,8 @@ public final class ImpairmentProxy: Sendable {
         public var droppedByPartition = 0
         /// Datagrams lost for being larger than the path's size limit (`max-size`).
         public var droppedOverSize = 0
+        /// Datagrams lost because the bottleneck's buffer was full (`queue-ms`).
+        public var droppedAtBottleneck = 0
         /// Extra copies sent (the `dup` probability).
         public var duplicated = 0
         /// Datagrams held back and sent after later ones (the `reorder` probability).
@@ -214,6 +216,7 @@ public final class ImpairmentProxy: Sendable {
         state.value.statistics[keyPath: direction].dropped = model.dropped
         state.value.statistics[keyPath: direction].droppedByPartition = model.droppedByPartition
         state.value.statistics[keyPath: direction].droppedOverSize = model.droppedOverSize
+        state.value.statistics[keyPath: direction].droppedAtBottleneck = model.droppedAtBottleneck
         state.value.statistics[keyPath: direction].duplicated = model.duplicated
         state.value.statistics[keyPath: direction].reordered = model.reordered
         state.value.statistics[keyPath: direction].corrupted = model.corrupted

@@ -15,7 +15,7 @@ struct ImpairCommand: AsyncParsableCommand {
             and all of them share one bottleneck per direction (--rate). Each direction is impaired \
             independently with the same settings and its own seed (seed, seed+1), so a run replays exactly. \
             Ends on SIGINT/SIGTERM or after --duration, then prints its statistics as one JSON object (per \
-            direction: received, forwarded, dropped, droppedByPartition, droppedOverSize, duplicated, \
+            direction: received, forwarded, dropped, droppedByPartition, droppedOverSize, droppedAtBottleneck, duplicated, \
             reordered, corrupted, bytesForwarded, maxQueueDelayMilliseconds, meanQueueDelayMilliseconds; \
             and strayDatagrams).
             """
@@ -31,6 +31,7 @@ struct ImpairCommand: AsyncParsableCommand {
     @Option(name: .customLong("jitter-ms"), help: "Extra delay drawn from 0...J ms (never reorders by itself).") var jitterMs: Double = 0
     @Option(name: .customLong("reorder-hold-ms"), help: "How long a reordered datagram is held back.") var reorderHoldMs: Double = 10
     @Option(help: "Bottleneck rate: bits/s, 10mbps, unlimited.") var rate: String = "unlimited"
+    @Option(name: .customLong("queue-ms"), help: "The bottleneck's buffer in milliseconds of queueing: a datagram that would wait longer is dropped (default: never full).") var queueMs: Double?
     @Option(help: "Seed for every random decision.") var seed: UInt64 = 1
     @Option(name: .customLong("max-size"), help: "Drop datagrams larger than this many bytes (a smaller path MTU).") var maxSize: Int?
     @Option(help: "A total blackout, START:DURATION in seconds from start (e.g. 2:5).") var blackout: String?
@@ -47,6 +48,7 @@ struct ImpairCommand: AsyncParsableCommand {
                 "rate": rate, "seed": "\(seed)",
             ]
             if let maxSize { options["max-size"] = "\(maxSize)" }
+            if let queueMs { options["queue-ms"] = "\(queueMs)" }
             impairment = try ImpairmentConfiguration(options: options)
             listenEndpoint = try UDPEndpoint(parsing: listen)
             for text in upstream { upstreamEndpoints.append(try UDPEndpoint(parsing: text)) }

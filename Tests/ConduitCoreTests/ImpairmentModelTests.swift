@@ -106,6 +106,28 @@ struct ImpairmentModelTests {
         }
     }
 
+    /// A bottleneck buffer (`queue-ms`) drops what would wait in it longer than its limit, as a full
+    /// router buffer does (drop-tail), and counts it; what it keeps waits no longer than the limit.
+    @Test func aFullBottleneckBufferDropsWhatWouldWaitLongerAndCountsIt() throws {
+        let configuration = try ImpairmentConfiguration(options: ["rate": "1mbps", "queue-ms": "20"])
+        #expect(configuration.queueLimit == .milliseconds(20))
+        var model = ImpairmentModel(configuration: configuration)
+        // 1,250 bytes take 10 ms at 1 Mbit/s: of ten sent at once, the first three wait 0, 10 and
+        // 20 ms; the fourth would wait 30, and so would every later one (a drop takes no time).
+        let fates = (0..<10).map { _ in model.submit(size: 1_250, now: .zero) }
+        #expect(fates.map(\.isDropped) == [false, false, false] + Array(repeating: true, count: 7))
+        #expect(fates[2].deliveries.map(\.at) == [.zero + .milliseconds(30)])
+        #expect(model.statistics.droppedAtBottleneck == 7 && model.statistics.dropped == 7)
+        #expect(model.statistics.maxQueueDelay == .milliseconds(20))
+        // Once the buffer drained, a datagram goes through again.
+        #expect(!model.submit(size: 1_250, now: .zero + .milliseconds(30)).isDropped)
+        #expect(model.statistics.queuedAtBottleneck == 4 && model.statistics.droppedAtBottleneck == 7)
+        // Unset, the buffer never fills.
+        var unbounded = ImpairmentModel(configuration: try ImpairmentConfiguration(options: ["rate": "1mbps"]))
+        #expect((0..<10).allSatisfy { _ in !unbounded.submit(size: 1_250, now: .zero).isDropped })
+        #expect(throws: ConduitError.self) { try ImpairmentConfiguration(options: ["queue-ms": "-1"]) }
+    }
+
     /// Over `maxDatagramSize` is a counted drop; the draws for every other datagram stay the same.
     @Test func datagramsOverTheSizeLimitAreDroppedAndCounted() throws {
         var configuration = try ImpairmentConfiguration(options: ["loss": "0.1", "max-size": "1300"])
