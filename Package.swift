@@ -336,7 +336,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConduitToolingTests",
-            dependencies: ["ConduitTooling", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback"],
+            dependencies: ["ConduitTooling", "Conduit", "ConduitCore", "ConduitARQ", "ConduitRooms", "ConduitRelayCore", "ConduitImpairment", "ConduitLoopback", "ConduitUDP"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -2,11 +2,12 @@ package import Conduit
 import ConduitCore
 
 /// One-way latency of one bench cell at a fixed, moderate rate (not flat out, where latency is
-/// only queueing): a listener and a sender in this process on the cell's transport, messages of
-/// the cell's size sent on an absolute schedule, each carrying its send instant (nanoseconds on
-/// the process's continuous clock since the run began) as its message timestamp. The receiver
-/// reads the same clock when the whole message is delivered to it, so each sample is the true
-/// send-to-delivery time through the API, transport and back, with no clock offset to estimate.
+/// only queueing): a listener (``BenchLatencyReceiver``, in this process or a child one, see
+/// ``Peer``) and a sender on the cell's transport, messages of the cell's size sent on an
+/// absolute schedule, each carrying its send instant (nanoseconds on the host's monotonic clock)
+/// as its message timestamp. The receiver reads the same clock when the whole message is
+/// delivered to it, so each sample is the true send-to-delivery time through the API, transport
+/// and back, with no clock offset to estimate.
 ///
 /// Under load (`--latency-under-load`), a bulk transfer runs on the same call for the whole
 /// measurement: a `reliableBytes` session at low priority, uncapped, kept full, while the timed
@@ -20,16 +21,19 @@ package struct BenchLatency: Sendable {
         package var rate: Int
         /// Runs a bulk transfer on the same call meanwhile (see the type's comment).
         package var underLoad: Bool
+        /// Where the receiving end runs.
+        package var peer: Peer
 
-        package init(messages: Int = 200, rate: Int = 200, underLoad: Bool = false) {
+        package init(messages: Int = 200, rate: Int = 200, underLoad: Bool = false, peer: Peer = .inProcess) {
             self.messages = messages
             self.rate = rate
             self.underLoad = underLoad
+            self.peer = peer
         }
     }
 
     /// Percentiles of the delivered messages, in microseconds (nearest rank).
-    package struct Figures: Sendable, Hashable {
+    package struct Figures: Sendable, Hashable, Codable {
         package var samples: Int
         package var p50Micros: Double
         package var p99Micros: Double
@@ -44,6 +48,28 @@ package struct BenchLatency: Sendable {
             samples = sorted.count
             p50Micros = rank(0.50)
             p99Micros = rank(0.99)
+        }
+    }
+
+    /// Where the receiving end of the call runs.
+    package enum Peer: Sendable, Hashable {
+        /// In this process, on the same runtime: on `sctp+udp://` both ends then share the
+        /// process's one usrsctp stack and its event loop thread.
+        case inProcess
+        /// In a child process, `executable bench-latency-peer` (see ``BenchLatencyPeer``), as the
+        /// two ends of a call are in practice: each has its own stack, loop and thread pool.
+        case process(executable: String)
+    }
+
+    /// What the receiving end reports: how many timed messages arrived, and their figures.
+    package struct Outcome: Sendable, Hashable, Codable {
+        package var received: Int
+        package var figures: Figures?
+
+        package init(values: [Double], bulkMegabytesPerSecond: Double?) {
+            received = values.count
+            figures = Figures(microseconds: values)
+            figures?.bulkMegabytesPerSecond = bulkMegabytesPerSecond
         }
     }
 
@@ -62,31 +88,22 @@ package struct BenchLatency: Sendable {
         guard options.rate > 0 else { throw ConduitError(.invalidConfiguration, "latency rate must be positive (got \(options.rate))") }
         let count = options.messages
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        let origin = ContinuousClock.now
-        let samples = Samples(expected: count)
-
-        let listener = try await runtime.listen(on: transport, as: "bench-latency-listener")
-        let receiving = Task {
-            guard let call = try? await listener.accept() else { return }
-            await listener.close()
-            await Self.receive(on: call, samples: samples, origin: origin)
-            await call.hangUp()
+        let receiver: any BenchLatencyEnd
+        switch options.peer {
+        case .inProcess: receiver = try await InProcessEnd(BenchLatencyReceiver(runtime: runtime, transport: transport, expected: count))
+        case .process(let executable): receiver = try await BenchLatencyPeer(executable: executable, transport: transport, expected: count, timeout: timeout)
         }
-        let watchdog = Watchdog(deadline: deadline) {
-            receiving.cancel()
-            await listener.close()
-            samples.finish()
-        }
+        let watchdog = Watchdog(deadline: deadline, expire: receiver.abandon())
         defer { watchdog.cancel() }
 
         let call: Call
         do throws(ConduitError) {
-            call = try await runtime.connect(to: listener.url.description, as: "bench-latency-sender")
+            call = try await runtime.connect(to: receiver.url, as: "bench-latency-sender")
         } catch {
-            receiving.cancel()
-            await listener.close()
+            await receiver.stop()
             throw error
         }
+        var outcome: Outcome?
         do throws(ConduitError) {
             let session = try await call.makeOutboundDataSession(
                 streamID: Self.pingStream, type: type, options: .init(priority: options.underLoad ? .high : .low))
@@ -97,27 +114,28 @@ package struct BenchLatency: Sendable {
             let start = ContinuousClock.now
             for index in 0..<count where !watchdog.hasFired {
                 try? await Task.sleep(until: start + interval * index, clock: .continuous)
-                let sentAt = UInt64(origin.duration(to: .now).benchNanoseconds)
-                try await session.send(payload, timestamp: sentAt)
+                try await session.send(payload, timestamp: BenchLatencyReceiver.monotonicNanoseconds())
             }
             // Reliable types deliver everything; unreliable ones get a short grace for stragglers.
-            await samples.waitForAll(until: type.isReliable ? deadline : min(deadline, .now + .seconds(1)))
-            samples.endBulk()
+            outcome = await receiver.outcome(until: type.isReliable ? deadline : min(deadline, .now + .seconds(1)))
+            bulk?.cancel()
             await session.close()
         } catch {
             await call.hangUp()
-            receiving.cancel()
+            await receiver.stop()
             throw error
         }
         await call.hangUp()
-        receiving.cancel()
-        let values = samples.values
-        if type.isReliable, values.count < count, !watchdog.hasFired {
-            throw ConduitError(.protocolViolation, "latency run on \(transport): \(values.count) of \(count) reliable messages arrived")
+        // A child that was still waiting for lost unreliable messages reports once the call ends.
+        if outcome == nil { outcome = await receiver.outcome(until: .now + .seconds(5)) }
+        await receiver.stop()
+        guard let outcome else {
+            throw ConduitError(.protocolViolation, "latency run on \(transport): the receiving end reported nothing")
         }
-        var figures = Figures(microseconds: values)
-        if options.underLoad { figures?.bulkMegabytesPerSecond = samples.bulkMegabytesPerSecond }
-        return figures
+        if type.isReliable, outcome.received < count, !watchdog.hasFired {
+            throw ConduitError(.protocolViolation, "latency run on \(transport): \(outcome.received) of \(count) reliable messages arrived")
+        }
+        return outcome.figures
     }
 
     static let pingStream: StreamID = 101
@@ -140,98 +158,6 @@ package struct BenchLatency: Sendable {
             } onCancel: {
                 sending.cancel()
                 Task { await bulk.close() }
-            }
-        }
-    }
-
-    /// Reads the timed session (and, under load, counts the bulk one's bytes) until the call ends.
-    private static func receive(on call: Call, samples: Samples, origin: ContinuousClock.Instant) async {
-        await withTaskGroup(of: Void.self) { group in
-            for await event in call.events {
-                guard case .dataSessionIncoming(let streamID, _, let type) = event else {
-                    if case .disconnected = event { break }
-                    continue
-                }
-                guard let inbound = try? await call.makeInboundDataSession(streamID: streamID, expecting: type) else { continue }
-                if streamID == bulkStream {
-                    group.addTask { await countBulk(inbound, samples: samples) }
-                } else {
-                    group.addTask { await receivePings(inbound, type: type, samples: samples, origin: origin) }
-                }
-            }
-        }
-    }
-
-    private static func countBulk(_ inbound: InboundDataSession, samples: Samples) async {
-        while let event = await inbound.events.next() {
-            guard case .fragment(let fragment) = event else { return }
-            samples.addBulk(bytes: fragment.bytes.count)
-        }
-    }
-
-    private static func receivePings(_ inbound: InboundDataSession, type: SessionType, samples: Samples, origin: ContinuousClock.Instant) async {
-        var aggregator = type.isMessage ? nil : FragmentAggregator(streamID: inbound.streamID, sessionType: type)
-        while let event = await inbound.events.next() {
-            let timestamp: UInt64
-            switch event {
-            case .message(let message): timestamp = message.timestamp
-            case .fragment(let fragment):
-                guard let whole = aggregator?.add(fragment, now: .zero) else { continue }
-                timestamp = whole.timestamp
-            case .closed: return
-            }
-            let now = UInt64(origin.duration(to: .now).benchNanoseconds)
-            samples.add(microseconds: Double(now &- timestamp) / 1_000)
-        }
-    }
-
-    /// The receiver's samples, bounded by the number of messages sent, and the bulk's bytes.
-    private final class Samples: Sendable {
-        private struct State {
-            var values: [Double] = []
-            var finished = false
-            var bulkBytes = 0
-            var bulkStart: ContinuousClock.Instant?
-            var bulkEnd: ContinuousClock.Instant?
-        }
-        private let state = TSanVisibleMutex(State())
-        private let expected: Int
-
-        init(expected: Int) {
-            self.expected = expected
-        }
-
-        func add(microseconds: Double) {
-            state.withLock { if $0.values.count < expected { $0.values.append(microseconds) } }
-        }
-
-        /// Counts bulk bytes delivered until ``endBulk()`` (the measurement's window).
-        func addBulk(bytes: Int) {
-            state.withLock { state in
-                guard state.bulkEnd == nil else { return }
-                if state.bulkStart == nil { state.bulkStart = .now }
-                state.bulkBytes += bytes
-            }
-        }
-
-        func endBulk() { state.withLock { if $0.bulkEnd == nil { $0.bulkEnd = .now } } }
-
-        var bulkMegabytesPerSecond: Double? {
-            state.withLock { state in
-                guard let start = state.bulkStart, let end = state.bulkEnd, end > start else { return nil }
-                let (seconds, attoseconds) = (end - start).components
-                return Double(state.bulkBytes) / 1e6 / (Double(seconds) + Double(attoseconds) / 1e18)
-            }
-        }
-
-        func finish() { state.withLock { $0.finished = true } }
-
-        var values: [Double] { state.withLock { $0.values } }
-
-        func waitForAll(until deadline: ContinuousClock.Instant) async {
-            while ContinuousClock.now < deadline {
-                if state.withLock({ $0.values.count >= expected || $0.finished }) { return }
-                try? await Task.sleep(for: .milliseconds(5))
             }
         }
     }

@@ -11,7 +11,10 @@ struct BenchCommand: AsyncParsableCommand {
             Every run is in process: a listener on the transport URL (port 0: the system picks one) and a \
             sender to it, rate cap off, max(50, --count-bytes / size) fixed-size seeded messages, every \
             payload verified. Then --latency-messages messages at --latency-rate per second measure \
-            one-way latency (send to delivery, one process, one clock): p50 and p99; with \
+            one-way latency (send to delivery, one monotonic clock): p50 and p99. The receiving end of \
+            those runs is a child process by default (--latency-peer process: each end has its own \
+            stack, event loop and threads, as the two ends of a call have); --latency-peer in-process \
+            keeps both in this process (on sctp+udp:// they then share one usrsctp event loop). With \
             --latency-under-load, while a bulk transfer runs on the same call (latency session at high \
             priority, bulk at low), also reporting the bulk's MB/s (JSON: bulkMegabytesPerSecondUnderLoad). Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
             and messages/s, the CPU seconds of the process per run, and its peak resident memory. A \
@@ -67,6 +70,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("latency-under-load"), help: "Measure latency while a bulk transfer runs on the same call (ping under load): the latency session at high priority, the bulk at low; reports the bulk's MB/s too.")
     var latencyUnderLoad = false
 
+    @Option(name: .customLong("latency-peer"), help: "Where the latency runs' receiving end runs: process (a child conduit, the default) or in-process.")
+    var latencyPeer: String = "process"
+
     @Option(help: "Write an SVG bar chart of throughput per message size to this file.")
     var chart: String?
 
@@ -89,7 +95,13 @@ struct BenchCommand: AsyncParsableCommand {
             runs: runs,
             countBytes: countBytes
         )
-        options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate, underLoad: latencyUnderLoad)
+        let peer: BenchLatency.Peer
+        switch latencyPeer {
+        case "process": peer = .process(executable: BenchReferenceOptions.besideExecutable("conduit"))
+        case "in-process": peer = .inProcess
+        default: throw ValidationError("--latency-peer must be process or in-process (got '\(latencyPeer)')")
+        }
+        options.latency = BenchLatency.Options(messages: latencyMessages, rate: latencyRate, underLoad: latencyUnderLoad, peer: peer)
         if reference {
             options.reference = BenchReferenceOptions(tsctpPath: tsctp, iperf3Path: iperf3, seconds: referenceSeconds)
         }

@@ -10,7 +10,7 @@ struct ConduitCommand: AsyncParsableCommand {
             Transports are chosen by URL: loopback://NAME (in process, the default), and the transports a
             build registers. Session types: reliable-message, unreliable-message, reliable-bytes, unreliable-bytes.
             """,
-        subcommands: [DemoCommand.self, ListenCommand.self, SendCommand.self, ImpairCommand.self, BenchCommand.self, RelayCommand.self, TokenCommand.self, JoinCommand.self, InviteCommand.self, AnswerCommand.self]
+        subcommands: [DemoCommand.self, ListenCommand.self, SendCommand.self, ImpairCommand.self, BenchCommand.self, BenchLatencyPeerCommand.self, RelayCommand.self, TokenCommand.self, JoinCommand.self, InviteCommand.self, AnswerCommand.self]
     )
 
     /// Bad input gets one line on standard error and a non-zero exit; help still prints in full.

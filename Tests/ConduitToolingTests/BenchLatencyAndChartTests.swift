@@ -1,5 +1,7 @@
 import Conduit
 import ConduitTooling
+import ConduitUDP
+import Foundation
 import Testing
 
 @Suite("conduit bench: latency percentiles and the SVG chart", .timeLimit(.minutes(1)))
@@ -35,6 +37,34 @@ struct BenchLatencyAndChartTests {
         let idle = BenchLatency(runtime: .forToolingTests(), options: .init(messages: 10, rate: 200))
         let plain = try #require(try await idle.run(transport: "loopback://latency-idle", type: .reliableMessage, size: 256, timeout: .seconds(20)))
         #expect(plain.bulkMegabytesPerSecond == nil)
+    }
+
+    /// The `conduit` executable the test command built beside this test bundle.
+    static let conduit: String? = {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("conduit").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// With the receiving end in a child `conduit bench-latency-peer` (the command's default):
+    /// the child counts every timed message of the reliable session, and the figures and the bulk
+    /// rate it reports come back; a peer that cannot start is an error, not empty figures.
+    @Test(.enabled(if: conduit != nil, "needs the conduit executable beside the test bundle (swift build --build-tests builds it)"))
+    func theReceivingEndCanBeAChildProcess() async throws {
+        let executable = try #require(Self.conduit)
+        var configuration = ConduitConfiguration()
+        configuration.rateLimit = .unlimited
+        let runtime = ConduitRuntime(configuration: configuration, registry: TransportRegistry.defaults.registering(UDPTransport()))
+        let latency = BenchLatency(runtime: runtime, options: .init(messages: 30, rate: 300, underLoad: true, peer: .process(executable: executable)))
+        let figures = try #require(try await latency.run(transport: "udp://127.0.0.1:0", type: .reliableMessage, size: 512, timeout: .seconds(30)))
+        #expect(figures.samples == 30)
+        #expect(figures.p50Micros > 0 && figures.p50Micros <= figures.p99Micros)
+        #expect((figures.bulkMegabytesPerSecond ?? 0) > 0)
+
+        let missing = BenchLatency(runtime: runtime, options: .init(messages: 5, peer: .process(executable: "/nonexistent/conduit")))
+        await #expect(throws: ConduitError.self) {
+            try await missing.run(transport: "udp://127.0.0.1:0", type: .reliableMessage, size: 64, timeout: .seconds(10))
+        }
     }
 
     @Test func benchCellsCarryLatencyUnlessTurnedOff() async throws {
