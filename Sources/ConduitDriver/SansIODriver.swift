@@ -24,9 +24,9 @@ public struct SansIODriver<Machine: SansIOMachine> {
     /// message that arrives meanwhile, waits until the link has taken the whole batch: on
     /// `sctp+udp://` with a full send buffer, that is until the peer acknowledged as much. 64 KiB
     /// (one frame of the largest size) keeps that wait short; 256 KiB, the earlier default, gave a
-    /// 1 KiB ping under bulk load a p99 of 6.9-13 ms there (now 4.1-4.9), and cost throughput too
-    /// (`conduit bench`, 1 KiB and 64 KiB messages: 42 and 63 MB/s on sctp+udp://, 110 and 127
-    /// on udp://; now 55, 74, 135 and 188).
+    /// 1 KiB ping under bulk load a p99 of 6.9-13 ms there between two processes (now 4.2-6.0;
+    /// 3.5-4.4 in one), and cost throughput too (`conduit bench`, 1 KiB and 64 KiB messages: 42
+    /// and 63 MB/s on sctp+udp://, 110 and 127 on udp://; now 55, 74, 135 and 188).
     public var maxBytesPerWrite: Int
     /// Datagram bytes written to and read from the link, counted once per batch (for metrics).
     public internal(set) var linkBytesSent = 0

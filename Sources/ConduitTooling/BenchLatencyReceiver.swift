@@ -10,8 +10,8 @@ import Darwin
 /// The receiving end of a latency measurement: listens on the cell's transport, accepts one call,
 /// and turns each timed message into a sample (delivery instant minus the send instant the
 /// message carries as its timestamp); under load it also counts the bulk session's bytes.
-/// `conduit bench` runs it in this process or, by default, in a child process
-/// (`BenchLatencyPeer`), so the two ends of the call do not share one event loop.
+/// `conduit bench` runs it in this process or, with `--latency-peer process`, in a child
+/// process (`BenchLatencyPeer`), so the two ends of the call share no event loop.
 package final class BenchLatencyReceiver: Sendable {
     /// The URL the listener bound (port 0 resolved).
     package let url: String

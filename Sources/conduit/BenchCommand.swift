@@ -12,9 +12,8 @@ struct BenchCommand: AsyncParsableCommand {
             sender to it, rate cap off, max(50, --count-bytes / size) fixed-size seeded messages, every \
             payload verified. Then --latency-messages messages at --latency-rate per second measure \
             one-way latency (send to delivery, one monotonic clock): p50 and p99. The receiving end of \
-            those runs is a child process by default (--latency-peer process: each end has its own \
-            stack, event loop and threads, as the two ends of a call have); --latency-peer in-process \
-            keeps both in this process (on sctp+udp:// they then share one usrsctp event loop). With \
+            those runs is in this process by default; --latency-peer process puts it in a child process \
+            (each end with its own stack, event loop and threads, as the two ends of a call have). With \
             --latency-under-load, while a bulk transfer runs on the same call (latency session at high \
             priority, bulk at low), also reporting the bulk's MB/s (JSON: bulkMegabytesPerSecondUnderLoad). Per cell it prints the median and spread (min-max) over --runs runs of MB/s \
             and messages/s, the CPU seconds of the process per run, and its peak resident memory. A \
@@ -70,8 +69,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("latency-under-load"), help: "Measure latency while a bulk transfer runs on the same call (ping under load): the latency session at high priority, the bulk at low; reports the bulk's MB/s too.")
     var latencyUnderLoad = false
 
-    @Option(name: .customLong("latency-peer"), help: "Where the latency runs' receiving end runs: process (a child conduit, the default) or in-process.")
-    var latencyPeer: String = "process"
+    @Option(name: .customLong("latency-peer"), help: "Where the latency runs' receiving end runs: in-process (the default) or process (a child conduit).")
+    var latencyPeer: String = "in-process"
 
     @Option(help: "Write an SVG bar chart of throughput per message size to this file.")
     var chart: String?
