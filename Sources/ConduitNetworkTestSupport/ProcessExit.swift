@@ -1,16 +1,25 @@
 public import Foundation
 
 extension Process {
-    /// Waits for the launched process to end, on a thread of its own (never blocking a thread of
-    /// the cooperative pool), and returns its termination status. Not a `terminationHandler`:
+    /// Waits for the launched process to end, never blocking a thread, and returns its
+    /// termination status.
+    ///
+    /// It polls `isRunning` (1 ms, doubling to 20 ms), which Foundation's own process monitor
+    /// clears once it has reaped the child and set the status. Not a `terminationHandler`:
     /// swift-corelibs-foundation's `Process` on Linux keeps itself, its run-loop source and all it
-    /// holds in a reference cycle once one is set, a leak AddressSanitizer reports at exit.
+    /// holds in a reference cycle once one is set, a leak AddressSanitizer reports at exit. Not
+    /// `waitUntilExit()` on a thread of our own either: that runs a run loop on the thread, and
+    /// ThreadSanitizer's runtime crashed there (a SEGV inside its own bookkeeping of the run
+    /// loop's mutex, in a fresh CI run), which fails the whole sanitizer step.
     public func exitStatus() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                self.waitUntilExit()
-                continuation.resume(returning: self.terminationStatus)
+        var pause = 1
+        while isRunning {
+            // Not `Task.sleep`: a cancelled caller would spin here; the wait is for the child.
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(pause)) { continuation.resume() }
             }
+            pause = min(pause * 2, 20)
         }
+        return terminationStatus
     }
 }
