@@ -5,7 +5,8 @@ extension Process {
     /// termination status.
     ///
     /// It polls `isRunning` (1 ms, doubling to 20 ms), which Foundation's own process monitor
-    /// clears once it has reaped the child and set the status. Not a `terminationHandler`:
+    /// clears once it has reaped the child and set the status, then calls `waitUntilExit()`,
+    /// which then returns at once. Not a `terminationHandler`:
     /// swift-corelibs-foundation's `Process` on Linux keeps itself, its run-loop source and all it
     /// holds in a reference cycle once one is set, a leak AddressSanitizer reports at exit. Not
     /// `waitUntilExit()` on a thread of our own either: that runs a run loop on the thread, and
@@ -20,6 +21,9 @@ extension Process {
             }
             pause = min(pause * 2, 20)
         }
+        // With the child gone this runs no run loop: it only drops the run-loop source that
+        // `run()` left holding the process (without it, LeakSanitizer reports the process).
+        waitUntilExit()
         return terminationStatus
     }
 }
