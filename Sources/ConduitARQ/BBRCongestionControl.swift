@@ -18,7 +18,9 @@ import ConduitCore
 /// the cap is never below β (0.7) times the window target (two BDPs) rather than β times one BDP,
 /// and BBRv3's short-term lower bounds (`bw_lo`, `inflight_lo`), which shrink by β in every round
 /// with a loss, are not kept. A loss episode whose every loss proves spurious restores the cap
-/// it lowered. Not modelled: ACK aggregation (`extra_acked`), ECN, idle restart.
+/// it lowered. A third deviation gives flows that share a queue equal rates: a FAST TCP window
+/// bound while a queue that the flow's own drain left standing lasts (`updateQueueBound`). Not modelled: ACK aggregation
+/// (`extra_acked`), ECN, idle restart.
 public struct BBRCongestionControl: Sendable, Hashable {
     static let startupPacingGain = 2.77
     static let startupWindowGain = 2.0
@@ -33,6 +35,13 @@ public struct BBRCongestionControl: Sendable, Hashable {
     static let minRttWindow: Int64 = 10_000 * LinkTime.millisecond
     static let probeRttInterval: Int64 = 5_000 * LinkTime.millisecond
     static let probeRttDuration: Int64 = 200 * LinkTime.millisecond
+    /// FAST TCP's α: the bytes, in packets, each flow keeps queued at a shared bottleneck.
+    static let queueSharePackets = 16
+    /// A round whose smallest RTT exceeds `min_rtt` by this fraction of it found a standing queue.
+    static let standingQueueFraction = 0.1
+    /// The pacing rate while the queue bound holds: above what the bound lets through, so the
+    /// window, not the bandwidth estimate, sets the rate.
+    static let queueBoundPacingGain = 1.25
 
     /// The packet size windows are counted in: the size in use (path MTU discovery changes it).
     public private(set) var maxDatagramSize: Int
@@ -85,6 +94,19 @@ public struct BBRCongestionControl: Sendable, Hashable {
     private var unrefutedLosses = 0
     /// `inflight_hi` before the latest loss episode lowered it, while that may still be undone.
     private var inflightHighBeforeEpisode: Int?
+    /// The smallest RTT of the current round, and of the round before it.
+    private var roundMinRtt: Int64 = .max
+    private var lastRoundMinRtt: Int64 = .max
+    /// The window the shared queue allows (FAST TCP's update, see `updateQueueBound`); `Int.max`
+    /// while the flow finds no standing queue, probes or measures the RTT.
+    public private(set) var queueBound = Int.max
+    /// Whether the flow found a standing queue after draining its own, or could not drain it in a
+    /// whole ProbeBW cycle (so other flows hold it): the queue bound applies only then, until a
+    /// drain shows the queue gone.
+    public private(set) var sharesQueue = false
+    /// The round whose RTTs tell whether a queue outlasted the flow's drain: its packets were
+    /// all sent after the drain ended.
+    private var queueCheckRound: Int?
 
     /// A controller in Startup with RFC 9002's initial window.
     public init(maxDatagramSize: Int) {
@@ -144,6 +166,17 @@ public struct BBRCongestionControl: Sendable, Hashable {
             currentCycleBandwidth = max(currentCycleBandwidth, sample.deliveryRate)
         }
         updateMinRtt(sample.rttNanoseconds, now: now)
+        if sample.rttNanoseconds > 0 { roundMinRtt = min(roundMinRtt, sample.rttNanoseconds) }
+        if isRoundStart {
+            if let check = queueCheckRound, roundCount > check {
+                // With hysteresis: a flow alone drains the queue to nearly nothing.
+                if queueingDelay(above: 1) { sharesQueue = true } else if !queueingDelay(above: 0.5) { sharesQueue = false }
+                queueCheckRound = nil
+            }
+            updateQueueBound()
+            lastRoundMinRtt = roundMinRtt
+            roundMinRtt = .max
+        }
         let tooHigh = Double(sample.lost) > Self.lossThreshold * Double(max(sample.inFlightAtSend, 1))
         switch state {
         case .startup:
@@ -152,10 +185,13 @@ public struct BBRCongestionControl: Sendable, Hashable {
             if let bdp = bdp(), bytesInFlight <= bdp { startProbeDown(now: now) }
         case .probeBandwidthDown:
             if isTimeToProbe(now: now) {
+                // Pacing below the estimate for a whole cycle did not drain the flight: others hold the queue.
+                sharesQueue = true
                 startRefill()
             } else if let bdp = bdp(), bytesInFlight <= min(bdp, inflightWithHeadroom) {
                 state = .probeBandwidthCruise
                 pacingGain = 1
+                queueCheckRound = roundCount + 2
             }
         case .probeBandwidthCruise:
             if isTimeToProbe(now: now) { startRefill() }
@@ -236,6 +272,33 @@ public struct BBRCongestionControl: Sendable, Hashable {
         if state == .probeBandwidthUp || state == .probeBandwidthRefill { startProbeDown(now: now) }
     }
 
+    /// Once a round, outside probing, in a flow that shares its queue (`sharesQueue`): if even the
+    /// round's smallest RTT found a standing queue, the window moves halfway towards FAST TCP's target, `window × min_rtt / RTT + α` (Wei, Jin, Low and
+    /// Hegde, "FAST TCP: Motivation, Architecture, Algorithms, Performance", IEEE/ACM ToN 14(6),
+    /// 2006). Each flow then keeps α bytes queued whatever its rate, which gives flows through one
+    /// bottleneck equal rates. BBR's own window (two BDPs of a max-filtered bandwidth) has no such
+    /// pull: flows with a standing queue hold any split they reach. A deviation from BBRv3, which
+    /// evens out shares through `bw_lo`/`inflight_lo` on loss and so not with a deep buffer.
+    private mutating func updateQueueBound() {
+        guard sharesQueue, state == .probeBandwidthDown || state == .probeBandwidthCruise || state == .probeBandwidthRefill, hasStandingQueue else {
+            queueBound = .max
+            return
+        }
+        let current = Double(min(window, queueBound))
+        let fast = current * Double(minRttNanoseconds) / Double(roundMinRtt) + Double(Self.queueSharePackets * maxDatagramSize)
+        queueBound = max(Int(0.5 * current + 0.5 * fast), minimumWindow)
+    }
+
+    /// Even the smallest RTT of the round so far exceeds `min_rtt` by the standing-queue fraction (1 ms at least).
+    private var hasStandingQueue: Bool { queueingDelay(above: 1) }
+
+    /// Whether the smallest RTT of the round so far exceeds `min_rtt` by more than `scale` times the standing-queue threshold.
+    private func queueingDelay(above scale: Double) -> Bool {
+        guard minRttNanoseconds != .max, roundMinRtt != .max else { return false }
+        let threshold = max(Self.standingQueueFraction * Double(minRttNanoseconds), Double(LinkTime.millisecond))
+        return Double(roundMinRtt - minRttNanoseconds) > scale * threshold
+    }
+
     // MARK: ProbeBW
 
     private mutating func startProbeDown(now: ConduitInstant) {
@@ -269,6 +332,7 @@ public struct BBRCongestionControl: Sendable, Hashable {
     }
 
     private mutating func startProbeUp() {
+        stopQueueBound()
         state = .probeBandwidthUp
         pacingGain = 1.25
         windowGain = Self.probeUpWindowGain
@@ -292,11 +356,18 @@ public struct BBRCongestionControl: Sendable, Hashable {
         }
     }
 
+    /// Probing or measuring the RTT: the bound lifts; whether the queue is shared is checked again after the next drain.
+    private mutating func stopQueueBound() {
+        queueBound = .max
+        queueCheckRound = nil
+    }
+
     // MARK: ProbeRTT
 
     private var probeRttWindow: Int { max(bdp(gain: 0.5) ?? minimumWindow, minimumWindow) }
 
     private mutating func enterProbeRtt() {
+        stopQueueBound()
         state = .probeRTT
         pacingGain = 1
         windowBeforeProbeRtt = max(windowBeforeProbeRtt, window)
@@ -320,6 +391,8 @@ public struct BBRCongestionControl: Sendable, Hashable {
         window = max(window, windowBeforeProbeRtt)
         windowBeforeProbeRtt = 0
         if filledPipe {
+            // No check of the queue here: flows tend to measure the RTT together, so the queue
+            // looks empty after it even when shared.
             startProbeDown(now: now)
             state = .probeBandwidthCruise
             pacingGain = 1
@@ -335,7 +408,10 @@ public struct BBRCongestionControl: Sendable, Hashable {
     /// BBRSetPacingRateWithGain: below the estimate by a 1 % margin; in Startup it only rises.
     private mutating func setPacingRate() {
         guard bandwidth > 0 else { return }
-        let rate = pacingGain * bandwidth * (1 - Self.pacingMargin)
+        var rate = pacingGain * bandwidth * (1 - Self.pacingMargin)
+        if queueBound != .max, lastRoundMinRtt != .max, state != .probeBandwidthDown {
+            rate = max(rate, Self.queueBoundPacingGain * Double(queueBound) / Double(lastRoundMinRtt))
+        }
         if filledPipe || rate > pacingRateValue { pacingRateValue = rate }
     }
 
@@ -350,9 +426,10 @@ public struct BBRCongestionControl: Sendable, Hashable {
             window += sample.newlyAcked
         }
         switch state {
-        case .probeBandwidthCruise: window = min(window, inflightWithHeadroom)
+        case .probeBandwidthCruise: window = min(window, inflightWithHeadroom, queueBound)
         case .probeRTT: window = min(window, inflightWithHeadroom, probeRttWindow)
-        case .probeBandwidthDown, .probeBandwidthRefill, .probeBandwidthUp: window = min(window, inflightHigh)
+        case .probeBandwidthDown, .probeBandwidthRefill: window = min(window, inflightHigh, queueBound)
+        case .probeBandwidthUp: window = min(window, inflightHigh)
         case .startup, .drain: break
         }
         window = max(window, minimumWindow)
@@ -408,6 +485,8 @@ public struct BBRCongestionControl: Sendable, Hashable {
         pacingRateValue = 0
         inflightHigh = .max
         inflightHighBeforeEpisode = nil
+        stopQueueBound()
+        sharesQueue = false
         window = minimumWindow
     }
 }

@@ -59,8 +59,8 @@ struct CongestionControlTests {
 
     /// Two flows through one 10 Mbit/s bottleneck (80 ms base RTT, a 1 s drop-tail buffer), the
     /// second starting 2 s after the first, for `seconds` of virtual time: goodputs over the last 20 s, and
-    /// the queueing delay then. (Two BBR flows converge slowly, through their bandwidth probes: over
-    /// tens of seconds; the shares were 4.62 and 4.96 Mbit/s over 40...60 s.)
+    /// the queueing delay then. (4.78 and 4.80 Mbit/s over 40...60 s, queueing at most 111 ms; with
+    /// BBR's own window alone, which has no pull towards even shares, 4.62 and 4.96.)
     func shareBottleneck(_ algorithm: ARQEngine.CongestionControlAlgorithm, seconds: Int = 60) -> SharedBottleneckHarness {
         var configuration = ARQEngine.Configuration()
         configuration.congestionControl = algorithm
@@ -93,6 +93,48 @@ struct CongestionControlTests {
         #expect(harness.maxQueueDelay <= 160 * LinkTime.millisecond)
     }
 
+    /// Issue 17, in the default suite: two flows started together through a 10 Mbit/s bottleneck
+    /// with a 100 ms drop-tail buffer get within 20 % of each other from 2 s on (BBR's own window
+    /// held 5.65 and 3.96 Mbit/s there; the queue bound evens it out).
+    @Test func twoFlowsThroughAShallowBufferShareItFairly() {
+        let offsetMs: Int64 = 0
+        var configuration = ARQEngine.Configuration()
+        configuration.keepaliveInterval = nil
+        configuration.idleTimeout = nil
+        var harness = SharedBottleneckHarness(
+            configurations: [configuration, configuration], starts: [.zero, .milliseconds(offsetMs)], bitsPerSecond: 10_000_000,
+            buffer: .milliseconds(100), oneWayDelay: .milliseconds(40), measureFrom: .milliseconds(2_000 + offsetMs)
+        )
+        harness.run(until: .seconds(20))
+        let first = harness.goodput(0, until: .seconds(20))
+        let second = harness.goodput(1, until: .seconds(20))
+        print("[cc] BBR x2 (\(offsetMs) ms apart) through 10 Mbit/s, a 100 ms buffer: \(String(format: "%.2f and %.2f Mbit/s", first / 1e6, second / 1e6))")
+        #expect(harness.flows.allSatisfy { $0.outOfOrder == 0 })
+        #expect(min(first, second) >= 0.8 * max(first, second))
+        #expect(first + second >= 0.85 * 10e6)
+    }
+
+    /// One flow alone through a bottleneck keeps BBR's small queue (it drains what it queued, so
+    /// the queue bound for shared queues stays off) and fills the path. With the bound on for
+    /// any standing queue it kept FAST's 16 packets queued: 72 ms at 2 Mbit/s, 14.5 at 10.
+    @Test(arguments: [2_000_000, 10_000_000])
+    func aLoneFlowKeepsASmallQueue(bitsPerSecond: Int) {
+        var configuration = ARQEngine.Configuration()
+        configuration.keepaliveInterval = nil
+        configuration.idleTimeout = nil
+        var harness = SharedBottleneckHarness(
+            configurations: [configuration], starts: [.zero], bitsPerSecond: bitsPerSecond,
+            buffer: .seconds(1), oneWayDelay: .milliseconds(40), measureFrom: .seconds(3)
+        )
+        harness.run(until: .seconds(13))
+        let goodput = harness.goodput(0, until: .seconds(13))
+        let meanDelay = Double(harness.queueDelaySum) / Double(max(harness.queuedPackets, 1)) / 1e6
+        print("[cc] BBR alone through \(bitsPerSecond / 1_000_000) Mbit/s: \(String(format: "%.2f Mbit/s, queueing delay mean %.1f ms, max %d ms", goodput / 1e6, meanDelay, harness.maxQueueDelay / 1_000_000))")
+        #expect(goodput >= 0.9 * Double(bitsPerSecond))
+        #expect((harness.flows[0].sender.congestion as? BBRCongestionControl)?.sharesQueue == false)
+        #expect(meanDelay <= 20)
+    }
+
     /// The same two flows with NewReno, for the report: NewReno fills the deep buffer.
     @Test(.enabled(if: soak)) func twoNewRenoFlowsForComparison() {
         let end = 60
@@ -116,7 +158,8 @@ struct CongestionControlTests {
     }
 
     /// The controller each configuration asks for is the one the link runs, and it paces at its
-    /// own rate: BBR's is its gain times the bandwidth it measured, not NewReno's window over RTT.
+    /// own rate: BBR's is its gain times the bandwidth it measured (or more, while the queue bound
+    /// sets the rate through the window), not NewReno's window over RTT.
     @Test func theConfiguredControllerRunsAndPaces() {
         #expect(ARQEngine.Configuration().congestionControl == .bbr)
         var harness = ARQEngineHarness(
@@ -136,7 +179,12 @@ struct CongestionControlTests {
         let bandwidth = Double(bbr?.bandwidthBytesPerSecond ?? 0)
         #expect(bandwidth >= 450_000 && bandwidth <= 550_000, "bandwidth \(bandwidth) B/s")
         let expected = (bbr?.currentPacingGain ?? 0) * bandwidth * 0.99
-        #expect(abs(Double(harness.a.pacingRateBytesPerSecond) - expected) <= 0.01 * expected + 1)
+        let pacing = Double(harness.a.pacingRateBytesPerSecond)
+        if bbr?.queueBound == .max {
+            #expect(abs(pacing - expected) <= 0.01 * expected + 1)
+        } else {
+            #expect(pacing >= expected - 0.01 * expected - 1)
+        }
         #expect(ARQEngine(configuration: { var c = ARQEngine.Configuration(); c.congestionControl = .newReno; return c }(), now: .zero)
             .congestion is NewRenoCongestionControl)
     }
