@@ -21,6 +21,7 @@ packages=(
     nats-server                                 # the NATS server the cluster tests start on 127.0.0.1
     golang-go golang-github-pion-sctp-dev golang-github-pion-datachannel-dev
     golang-github-pion-srtp.v2-dev              # pion peers for the interoperability tests
+    iproute2                                    # `ip`: a loopback with a smaller MTU in a network namespace (path MTU tests)
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -150,6 +150,7 @@ package struct SendJob: Sendable {
             }
         }
         let end = ContinuousClock.now
+        let linkMTU = await call.linkStatistics?.mtu
         // The goodbye waits for what is unacknowledged only until the job's deadline.
         var ending: ConduitError?
         do throws(ConduitError) { try await call.hangUp(timeout: max(ContinuousClock.now.duration(to: deadline), .zero)) } catch { ending = error }
@@ -175,7 +176,8 @@ package struct SendJob: Sendable {
             echoed: counts.echoed,
             echoMismatches: counts.mismatches,
             echoDuplicates: counts.duplicates,
-            timedOut: watchdog.hasFired
+            timedOut: watchdog.hasFired,
+            linkMTU: linkMTU
         )
     }
 
@@ -239,6 +241,9 @@ package struct SendReport: Sendable, Codable, Hashable {
     package var echoDuplicates: Int
     /// The timeout passed before the job finished.
     package var timedOut: Bool
+    /// The link's datagram size when the job ended (path MTU discovery moves it); nil for a
+    /// transport without one.
+    package var linkMTU: Int?
 }
 
 /// Echo verification state, shared by the echo reader and the sender.

@@ -14,7 +14,7 @@ struct SendCommand: AsyncParsableCommand {
             --verify-echo it waits until every message came back intact on the peer's echo session. With \
             --json the last line is one JSON object: sent, bytes, elapsedSeconds, throughputBytesPerSecond, \
             echoed, echoMismatches, echoDuplicates, count, stream, type, seed, rate, label, protocol, \
-            transport, url, verifyEcho, timedOut. Exits non-zero on an echo mismatch, on echoes missing \
+            transport, url, verifyEcho, timedOut, linkMTU (the link's datagram size at the end). Exits non-zero on an echo mismatch, on echoes missing \
             with --verify-echo, or when the timeout passed first.
             """
     )

@@ -273,6 +273,17 @@ public final class UDPLink: TransportLink {
             promise?.succeed()
             return
         }
+        // A datagram above the size every path carries may exceed the interface's MTU (a path
+        // MTU probe): the kernel refuses it (EMSGSIZE, don't-fragment is set), and the loss is
+        // counted here, since no other promise sees it. Smaller ones keep the allocation-free write.
+        if promise == nil, sealed.readableBytes > UDPTransport.Configuration.defaultMTU {
+            let refused = loop.makePromise(of: Void.self)
+            refused.futureResult.whenFailure { [state, channel] _ in
+                if channel.isActive { state.value.statistics.sendErrors += 1 }
+            }
+            channel.write(AddressedEnvelope(remoteAddress: peer, data: sealed), promise: refused)
+            return
+        }
         channel.write(AddressedEnvelope(remoteAddress: peer, data: sealed), promise: promise)
     }
 
@@ -290,15 +301,26 @@ public final class UDPLink: TransportLink {
         state.value.statistics.segmentedWrites += 1
         let metadata = AddressedEnvelope<ByteBuffer>.Metadata(ecnState: .transportNotCapable, packetInfo: nil, segmentSize: segmentSize)
         let written = promise ?? loop.makePromise(of: Void.self)
+        // The caller's promise counts a failed write as one send error; a run's own counts every datagram.
+        let lost = promise == nil ? run.count : 0
         written.futureResult.whenFailure { [state, channel] error in
             // A run too large for the path (EMSGSIZE, one of the errors SwiftNIO survives):
             // these datagrams are lost, later ones go singly. (Errors NIO does not survive close
             // the socket; that is why `auto` segments only to loopback peers.)
-            guard channel.isActive, (error as? IOError)?.errnoCode == EMSGSIZE else { return }
+            // NIO reports EMSGSIZE as `ChannelError.writeMessageTooLarge`.
+            guard channel.isActive else { return }
+            state.value.statistics.sendErrors += lost
+            guard Self.isTooLarge(error) else { return }
             state.value.segmentationOffload = false
             state.value.statistics.segmentationOffloadFailures += 1
         }
         channel.write(AddressedEnvelope(remoteAddress: peer, data: buffer, metadata: metadata), promise: written)
+    }
+
+    /// EMSGSIZE, as NIO reports it.
+    static func isTooLarge(_ error: any Error) -> Bool {
+        if case ChannelError.writeMessageTooLarge? = error as? ChannelError { return true }
+        return (error as? IOError)?.errnoCode == EMSGSIZE
     }
 
     // MARK: Receiving, on the loop

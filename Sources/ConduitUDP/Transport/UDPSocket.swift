@@ -53,6 +53,16 @@ enum UDPSocket {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slice * vectorReads))
                 .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(socketBufferBytes))
                 .channelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(socketBufferBytes))
+            #if os(Linux)
+            // Don't fragment (RFC 8899 section 3): a datagram over the path MTU must be lost, not
+            // split by IP, or path MTU discovery settles above the path. PROBE sets DF without
+            // the kernel's own path MTU cache (our search finds the size); a datagram over the
+            // interface's MTU then fails with EMSGSIZE, which the link counts as lost.
+            if address.protocol == .inet6 {
+                bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .init(rawValue: IPV6_MTU_DISCOVER)), value: SocketOptionValue(IPV6_PMTUDISC_PROBE))
+            }
+            bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .ip, name: .init(rawValue: IP_MTU_DISCOVER)), value: SocketOptionValue(IP_PMTUDISC_PROBE))
+            #endif
             let initializer: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: onDatagram, onBurstEnd: onBurstEnd))
