@@ -1,5 +1,8 @@
 import ConduitNetworkTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 /// Path MTU discovery with don't-fragment set (issue 17 item 4; RFC 8899 section 3): `conduit
@@ -17,16 +20,18 @@ struct UDPDontFragmentTests {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
-    /// Whether this machine lets an unprivileged process make a network namespace and set its loopback up.
+    /// Whether this machine lets an unprivileged process make a network namespace and set its
+    /// loopback up. Spawned and reaped directly: `Process.waitUntilExit()` runs a run loop, where
+    /// ThreadSanitizer's runtime once crashed (see `Process.exitStatus()`).
     static let namespaces: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["-rn", "ip", "link", "set", "lo", "mtu", "1400", "up"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        let arguments = ["unshare", "-rn", "ip", "link", "set", "lo", "mtu", "1400", "up"]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, "/usr/bin/unshare", nil, nil, &argv, environ) == 0 else { return false }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, 0) == pid else { return false }
+        return status == 0
     }()
 
     @Test(
