@@ -45,6 +45,8 @@ struct UDPDontFragmentTests {
             ip link set lo mtu 1400 up
             "$0" listen 'udp://\(host):47400?mtu=9000' --expect 400 --timeout 60 --json > "$1/listen.json" &
             listener=$!
+            # Send once the listener is bound: a HELLO to a port nobody holds is refused at once (ICMP).
+            for _ in $(seq 600); do grep -q '^listening on' "$1/listen.json" 2>/dev/null && break; sleep 0.05; done
             "$0" send 'udp://\(host):47400?mtu=9000' --stream 100 --type reliable-message --size 6000 --count 400 \\
                 --rate 8mbps --timeout 60 --json > "$1/send.json"
             sent=$?
