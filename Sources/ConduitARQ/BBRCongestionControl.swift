@@ -19,8 +19,8 @@ import ConduitCore
 /// and BBRv3's short-term lower bounds (`bw_lo`, `inflight_lo`), which shrink by β in every round
 /// with a loss, are not kept. A loss episode whose every loss proves spurious restores the cap
 /// it lowered. A third deviation gives flows that share a queue equal rates: a FAST TCP window
-/// bound while a queue that the flow's own drain left standing lasts (`updateQueueBound`). Not modelled: ACK aggregation
-/// (`extra_acked`), ECN, idle restart.
+/// bound while a queue that the flow's own drain left standing lasts (`updateQueueBound`).
+/// Not modelled: ACK aggregation (`extra_acked`), ECN, idle restart.
 public struct BBRCongestionControl: Sendable, Hashable {
     static let startupPacingGain = 2.77
     static let startupWindowGain = 2.0
@@ -273,9 +273,9 @@ public struct BBRCongestionControl: Sendable, Hashable {
     }
 
     /// Once a round, outside probing, in a flow that shares its queue (`sharesQueue`): if even the
-    /// round's smallest RTT found a standing queue, the window moves halfway towards FAST TCP's target, `window × min_rtt / RTT + α` (Wei, Jin, Low and
-    /// Hegde, "FAST TCP: Motivation, Architecture, Algorithms, Performance", IEEE/ACM ToN 14(6),
-    /// 2006). Each flow then keeps α bytes queued whatever its rate, which gives flows through one
+    /// round's smallest RTT found a standing queue, the window moves halfway towards FAST TCP's
+    /// target, `window × min_rtt / RTT + α` (Wei, Jin, Low and Hegde, "FAST TCP: Motivation,
+    /// Architecture, Algorithms, Performance", IEEE/ACM ToN 14(6), 2006). Each flow then keeps α bytes queued whatever its rate, which gives flows through one
     /// bottleneck equal rates. BBR's own window (two BDPs of a max-filtered bandwidth) has no such
     /// pull: flows with a standing queue hold any split they reach. A deviation from BBRv3, which
     /// evens out shares through `bw_lo`/`inflight_lo` on loss and so not with a deep buffer.
@@ -492,25 +492,3 @@ public struct BBRCongestionControl: Sendable, Hashable {
 }
 
 extension BBRCongestionControl: CongestionController {}
-
-extension BBRCongestionControl {
-    /// BBR's state machine.
-    public enum State: Sendable, Hashable {
-        /// Doubling the rate each round until the bandwidth stops growing (by 25 % for three
-        /// rounds) or a round's loss rate passes the threshold.
-        case startup
-        /// Draining the queue Startup built, pacing at 0.35 times the bandwidth until one BDP is
-        /// in flight.
-        case drain
-        /// ProbeBW_DOWN: pacing below the estimate to leave headroom.
-        case probeBandwidthDown
-        /// ProbeBW_CRUISE: pacing at the estimate.
-        case probeBandwidthCruise
-        /// ProbeBW_REFILL: one round at the estimate before probing.
-        case probeBandwidthRefill
-        /// ProbeBW_UP: pacing above the estimate to find more bandwidth.
-        case probeBandwidthUp
-        /// ProbeRTT: a small window to measure the propagation delay.
-        case probeRTT
-    }
-}
