@@ -46,10 +46,11 @@ if [ "$#" -gt 0 ]; then
     echo "Scripts/test.sh: swift test --enable-all-traits $*"
     exec swift test --enable-all-traits "$@"
 fi
-# Three passes. The suites in `heavy` load both cores with real sockets for seconds (hundreds of
+# Four passes. The synchronous suites in `logic` (Scripts/suites.sh says why) run second, alone
+# together. The suites in `heavy` load both cores with real sockets for seconds (hundreds of
 # links, pion peers echoing thousands of messages, a room with a receiver that stalls); run beside
 # the other 650 tests on a 2-core machine they starve them, and the wall-clock connect limits of
-# the loopback rooms run out. So they run second, on their own (about 15 s). The suites in
+# the loopback rooms run out. So they run third, each on its own (about 15 s). The suites in
 # `simulations` are synchronous virtual-time runs of two reliability engines (thousands of frames
 # each, 3-6 s in a debug build): each holds one of the two threads of Swift's cooperative pool for
 # that long, which stalled the tasks of every wall-clock test beside them (a loopback connect of
@@ -57,7 +58,7 @@ fi
 source Scripts/suites.sh  # heavy and simulations: the suites named above
 # The heavy suites one at a time: together they starve each other too (CI's first run with the
 # shard backpressure test beside them isolated its receivers).
-echo "Scripts/test.sh: swift build --build-tests --enable-all-traits; the tests with --skip \"$heavy|$simulations\", then --filter each of \"$heavy\", then each of \"$simulations\""
+echo "Scripts/test.sh: swift build --build-tests --enable-all-traits; the tests with --skip \"$heavy|$simulations|$logic\", then --filter \"$logic\", then --filter each of \"$heavy\", then each of \"$simulations\""
 # One build, then the test bundle run directly: each `swift test --skip-build` planned the package
 # again first (about 4 s, against 0.2 s for the bundle alone), 8 times here and 5 more in CI.
 swift build --build-tests --enable-all-traits
@@ -79,7 +80,9 @@ run_twice_on_failure() {
     echo "Scripts/test.sh: a test failed (above); running ${retry:+only }the failed once more${retry:+: $retry}"
     if [ -n "$retry" ]; then run_tests --filter "$retry"; else run_tests "$@"; fi
 }
-run_twice_on_failure --skip "$heavy|$simulations"
+run_twice_on_failure --skip "$heavy|$simulations|$logic"
+# The synchronous logic suites together, away from every test that waits on the wall clock.
+run_twice_on_failure --filter "$logic"
 for suite in ${heavy//|/ }; do run_twice_on_failure --filter "$suite"; done
 # The simulations one suite at a time too: the conference on virtual time (real tasks behind a
 # virtual clock) fell behind the synchronous engine runs beside it (twice, once the frames-in-parts

@@ -66,7 +66,10 @@ struct UDPDontFragmentTests {
         let status = await process.exitStatus()
         let statuses = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(status == 0)
-        #expect(statuses.trimmingCharacters(in: .whitespacesAndNewlines) == "0 0", "exit statuses of send and listen")
+        let reports = ["listen.json", "send.json"].map { name in
+            "\(name): " + ((try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "(none)")
+        }
+        #expect(statuses.trimmingCharacters(in: .whitespacesAndNewlines) == "0 0", "exit statuses of send and listen; \(reports.joined(separator: "; "))")
 
         let last = { (name: String) throws -> [String: Any] in
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
