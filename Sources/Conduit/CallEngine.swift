@@ -40,9 +40,9 @@ actor CallEngine: SessionEngine {
     // MARK: Start-up
 
     /// Starts the reader and pump, and returns the call once both sides said hello.
-    func establish(timeout: Duration) async throws(ConduitError) -> Call {
+    func establish(timeout: Duration, limit: Duration? = nil) async throws(ConduitError) -> Call {
         observer.logger.debug("call handshake started")
-        try await startAndAwaitConnection(timeout: timeout, timedOut: "the peer did not complete the handshake", failedLog: "call handshake failed") {
+        try await startAndAwaitConnection(timeout: timeout, limit: limit, timedOut: "the peer did not complete the handshake", failedLog: "call handshake failed") {
             driver.machine.isEnded ? ConduitError(.connectionFailed, "the link closed during the handshake") : nil
         }
         guard case .connected(let peer, let supported) = driver.machine.phase else {

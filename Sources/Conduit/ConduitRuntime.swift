@@ -94,7 +94,7 @@ public struct ConduitRuntime: Sendable {
         )
         let engine = CallEngine(localPeer: peer, link: link, configuration: configuration, observability: observability, transport: resolved.scheme, clock: clock)
         // The greeting gets what the connect left of the one limit.
-        return try await engine.establish(timeout: max(deadline - limitClock.now(), .zero))
+        return try await engine.establish(timeout: max(deadline - limitClock.now(), .zero), limit: timeout)
     }
 
     /// Listens at `url` (default: `configuration.transport`) for calls answered as `peer`.

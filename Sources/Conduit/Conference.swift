@@ -260,7 +260,7 @@ extension ConduitRuntime {
             clock: clock
         )
         // The join gets what the connect left of the one limit.
-        _ = try await engine.establish(timeout: max(deadline - limitClock.now(), .zero))
+        _ = try await engine.establish(timeout: max(deadline - limitClock.now(), .zero), limit: timeout)
         return Conference(engine: engine, room: room, localPeer: peer)
     }
 }

@@ -72,9 +72,9 @@ actor ConferenceEngine: SessionEngine {
     // MARK: Start-up
 
     /// Starts the loops and returns once the relay accepted the join (or throws why not).
-    func establish(timeout: Duration) async throws(ConduitError) -> [PeerID] {
+    func establish(timeout: Duration, limit: Duration? = nil) async throws(ConduitError) -> [PeerID] {
         observer.logger.debug("joining room")
-        try await startAndAwaitConnection(timeout: timeout, timedOut: "the relay did not answer the join", failedLog: "join failed") {
+        try await startAndAwaitConnection(timeout: timeout, limit: limit, timedOut: "the relay did not answer the join", failedLog: "join failed") {
             endReason.map { ConduitError(.connectionFailed, "join failed: \($0.1)") }
         }
         return peers

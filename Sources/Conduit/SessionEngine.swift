@@ -116,12 +116,14 @@ extension SessionEngine {
 
     /// Starts the driver and returns once the machine is connected; throws `failure()` if it
     /// already failed, what ``failConnect(_:)`` is given, or `timedOut` after `timeout` on the
-    /// driver's clock (then the link is abandoned, after logging `failedLog`).
+    /// driver's clock (then the link is abandoned, after logging `failedLog`). `limit`: the one
+    /// connect limit `timeout` is what is left of, named in the error.
     func startAndAwaitConnection(
-        timeout: Duration, timedOut: String, failedLog: Logger.Message, failure: () -> ConduitError?
+        timeout: Duration, limit: Duration? = nil, timedOut: String, failedLog: Logger.Message, failure: () -> ConduitError?
     ) async throws(ConduitError) {
         startDriver()
-        let timer = driver.clock.after(timeout) { await self.failConnect(ConduitError(.timedOut, "\(timedOut) within \(timeout)")) }
+        let message = "\(timedOut) \(Self.describeWait(timeout, of: limit))"
+        let timer = driver.clock.after(timeout) { await self.failConnect(ConduitError(.timedOut, message)) }
         defer { timer.cancel() }
         do {
             try await withCheckedThrowingContinuation { continuation in
@@ -139,6 +141,15 @@ extension SessionEngine {
             await abandonLink()
             throw failure
         }
+    }
+
+    /// "within 10 s", or, when connecting the link used part of the limit, how much: the wait
+    /// alone (once "within 0.0 seconds", when a starved machine took the whole limit to connect)
+    /// said nothing of where the time went.
+    static func describeWait(_ wait: Duration, of limit: Duration?) -> String {
+        let seconds = { (duration: Duration) in "\(Double(duration.components.attoseconds / 1_000_000_000_000_000 + duration.components.seconds * 1_000) / 1_000) s" }
+        guard let limit, limit > wait else { return "within \(seconds(wait))" }
+        return "within the connect limit of \(seconds(limit)), \(seconds(limit - wait)) of which connecting the link took"
     }
 
     /// The machine connected: whoever waits to connect returns.
