@@ -147,9 +147,8 @@ extension SessionEngine {
     /// alone (once "within 0.0 seconds", when a starved machine took the whole limit to connect)
     /// said nothing of where the time went.
     static func describeWait(_ wait: Duration, of limit: Duration?) -> String {
-        let seconds = { (duration: Duration) in "\(Double(duration.components.attoseconds / 1_000_000_000_000_000 + duration.components.seconds * 1_000) / 1_000) s" }
-        guard let limit, limit > wait else { return "within \(seconds(wait))" }
-        return "within the connect limit of \(seconds(limit)), \(seconds(limit - wait)) of which connecting the link took"
+        guard let limit, limit > wait else { return "within \(wait.limitDescription)" }
+        return "within the connect limit of \(limit.limitDescription), \((limit - wait).limitDescription) of which connecting the link took"
     }
 
     /// The machine connected: whoever waits to connect returns.

@@ -29,6 +29,12 @@ public struct ConduitInstant: Hashable, Sendable, Comparable, CustomStringConver
 }
 
 extension Duration {
+    /// A limit as errors say it: "10 s", or "700 ms" when not whole seconds.
+    package var limitDescription: String {
+        let milliseconds = components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms"
+    }
+
     /// Whole nanoseconds, saturating at the `Int64` range.
     public var nanosecondsClamped: Int64 {
         let (seconds, attoseconds) = components

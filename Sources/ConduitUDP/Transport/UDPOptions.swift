@@ -165,13 +165,6 @@ extension UDPTransport {
 
         /// The connect limit: this configuration's, else the caller's, else the default.
         func connectLimit(caller: Duration?) -> Duration { connectTimeout ?? caller ?? Self.defaultConnectTimeout }
-
-        /// A connect limit as errors say it: "10 s", or "700 ms" when not whole seconds.
-        static func describe(_ limit: Duration) -> String {
-            let milliseconds = limit.components.seconds * 1_000 + limit.components.attoseconds / 1_000_000_000_000_000
-            return milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms"
-        }
-
     }
 
     /// Where a URL said an SRTP key is (`srtp-key-file=PATH`, `srtp-key-env=VARIABLE`).

@@ -170,7 +170,7 @@ public struct UDPTransport: Transport {
         )
         let timeout = ConduitError(
             .timedOut,
-            "no answer from udp://\(SocketAddressing.describe(server)) within \(Configuration.describe(limit))"
+            "no answer from udp://\(SocketAddressing.describe(server)) within \(limit.limitDescription)"
                 + (options.srtp != nil ? " (SRTP is on: a listener without SRTP cannot read our handshake)" : "")
         )
         do {
