@@ -51,6 +51,12 @@ struct RelayCommand: AsyncParsableCommand {
     var handshakesPerSecond = UDPTransport.Configuration.ListenerLimits().handshakesPerSecond
 
     @Option(
+        name: .customLong("overload-burst"),
+        help: "udp:// listeners: datagrams read in one burst at which a listener takes itself for overloaded and leaves new handshakes unanswered for 100 ms (above 128: never)."
+    )
+    var overloadBurst = UDPTransport.Configuration.ListenerLimits().overloadBurst
+
+    @Option(
         name: .customLong("cluster-timeout"),
         help: "Seconds after which a relay of the cluster heard nothing from is taken for dead: its members are reported left here (at least twice the heartbeat)."
     )
@@ -83,6 +89,7 @@ struct RelayCommand: AsyncParsableCommand {
         listenerLimits.maxLinksPerAddress = maxLinksPerAddress
         listenerLimits.handshakesPerSecondPerAddress = handshakesPerAddress
         listenerLimits.handshakesPerSecond = handshakesPerSecond
+        listenerLimits.overloadBurst = overloadBurst
         try ReportOutput.checked { () throws(ConduitError) in try listenerLimits.validate() }
         let secret = try RelaySecretFile.load(secretFile)
         let transports = try CommandLogging.logger(level: logLevel)

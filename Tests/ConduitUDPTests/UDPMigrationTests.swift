@@ -123,7 +123,7 @@ extension UDPTransportTests {
                     .channelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.addHandler(
-                                UDPChannelHandler(onDatagram: { envelope, _ in socket.received.withLock { $0.append(Array(envelope.data.readableBytesView)) } }, onBurstEnd: {}))
+                                UDPChannelHandler(onDatagram: { envelope, _ in socket.received.withLock { $0.append(Array(envelope.data.readableBytesView)) } }, onBurstEnd: { _ in }))
                         }
                     }
                     .bind(host: "127.0.0.1", port: 0).get()

@@ -44,7 +44,7 @@ extension UDPTransportTests {
             let seen = Seen()
             let channel = EmbeddedChannel(handler: UDPChannelHandler(
                 onDatagram: { envelope, _ in seen.datagrams.withLock { $0.append(Array(envelope.data.readableBytesView)) } },
-                onBurstEnd: { seen.bursts.withLock { $0 += 1 } }
+                onBurstEnd: { _ in seen.bursts.withLock { $0 += 1 } }
             ))
             let from = try SocketAddress(ipAddress: "127.0.0.1", port: 4_000)
             var bytes: [UInt8] = []

@@ -110,14 +110,14 @@ final class UDPTap: Sendable {
         let front = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: { envelope, _ in tap.fromClient(envelope) }, onBurstEnd: {}))
+                    try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: { envelope, _ in tap.fromClient(envelope) }, onBurstEnd: { _ in }))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let back = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: { envelope, _ in tap.fromServer(envelope) }, onBurstEnd: {}))
+                    try channel.pipeline.syncOperations.addHandler(UDPChannelHandler(onDatagram: { envelope, _ in tap.fromServer(envelope) }, onBurstEnd: { _ in }))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()

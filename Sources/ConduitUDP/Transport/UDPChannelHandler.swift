@@ -1,6 +1,7 @@
 import NIOCore
 
-/// Hands each datagram read (and the end of each read burst) to closures, on the event loop.
+/// Hands each datagram read (and the end of each read burst, with how many reads it took) to
+/// closures, on the event loop.
 /// Errors are swallowed: on a datagram socket they are per datagram (an ICMP port-unreachable
 /// surfacing as ECONNREFUSED, say) and never fatal to a link or a handshake.
 ///
@@ -11,15 +12,18 @@ final class UDPChannelHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let onDatagram: (AddressedEnvelope<ByteBuffer>, any Channel) -> Void
-    private let onBurstEnd: () -> Void
+    private let onBurstEnd: (_ reads: Int) -> Void
+    /// Datagrams (as the socket returned them, before splitting) read in this burst.
+    private var reads = 0
 
-    init(onDatagram: @escaping (AddressedEnvelope<ByteBuffer>, any Channel) -> Void, onBurstEnd: @escaping () -> Void) {
+    init(onDatagram: @escaping (AddressedEnvelope<ByteBuffer>, any Channel) -> Void, onBurstEnd: @escaping (_ reads: Int) -> Void) {
         self.onDatagram = onDatagram
         self.onBurstEnd = onBurstEnd
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
+        reads += 1
         guard let segment = envelope.metadata?.segmentSize, segment > 0, envelope.data.readableBytes > segment else {
             onDatagram(envelope, context.channel)
             return
@@ -31,7 +35,9 @@ final class UDPChannelHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        onBurstEnd()
+        let burst = reads
+        reads = 0
+        onBurstEnd(burst)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {}

@@ -23,7 +23,7 @@ extension UDPListenerCore {
             return
         }
         var random = SystemRandomNumberGenerator()
-        let verdict = state.value.validator.probe(link: link.remoteSSRC, from: from, host: Self.hostKey(from), now: Self.now(), challenge: random.next())
+        let verdict = state.value.validator.probe(link: link.remoteSSRC, from: from, host: Self.hostKey(from), now: clock(), challenge: random.next())
         switch verdict {
         case .refused:
             state.value.statistics.pathProbesRefused += 1
@@ -42,9 +42,9 @@ extension UDPListenerCore {
     /// for that link (RFC 9000 §8.2.3, §9.3) and the address may hold another link.
     func validate(client: UInt32, server: UInt32, challenge: UInt64, from: SocketAddress) {
         guard let link = state.value.bySSRC[client], link.localSSRC == server,
-            state.value.validator.respond(link: client, from: from, challenge: challenge, now: Self.now()) == .validated,
+            state.value.validator.respond(link: client, from: from, challenge: challenge, now: clock()) == .validated,
             state.value.links[from] == nil, state.value.links[link.peer] === link,
-            state.value.addresses.move(from: Self.hostKey(link.peer), to: Self.hostKey(from), now: Self.now())
+            state.value.addresses.move(from: Self.hostKey(link.peer), to: Self.hostKey(from), now: clock())
         else {
             state.value.statistics.pathResponsesRejected += 1
             return
@@ -60,11 +60,12 @@ extension UDPListenerCore {
 
     /// The listener's counters, with the validations that have expired by now.
     func currentStatistics() -> UDPListenerStatistics {
-        state.value.validator.expire(now: Self.now())
+        state.value.validator.expire(now: clock())
         var statistics = state.value.statistics
         statistics.pathValidationsTimedOut = state.value.validator.timedOut
         return statistics
     }
 
-    static func now() -> ConduitInstant { ConduitInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds) }
+    /// The monotonic clock, as the listener's time.
+    @Sendable static func now() -> ConduitInstant { ConduitInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds) }
 }

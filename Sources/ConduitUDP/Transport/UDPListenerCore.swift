@@ -16,6 +16,11 @@ final class UDPListenerCore: Sendable {
         var dirty: [UDPLink] = []
         var statistics = UDPListenerStatistics()
         var isOpen = true
+        /// Whether new handshakes wait for the socket to catch up (UDPHandshakeShedder.swift).
+        var shedder: UDPHandshakeShedder
+        /// When shedding was last logged (at most every 10 s, with the count since).
+        var shedLoggedAt: ConduitInstant?
+        var shedSinceLog = 0
     }
 
     let state: NIOLoopBoundBox<State>
@@ -34,17 +39,22 @@ final class UDPListenerCore: Sendable {
     let directSocket: UDPDirectSocket?
     /// The transport's logger and counters, handed to every link.
     let observer: UDPObserver?
+    /// The listener's time (the monotonic clock; a test passes its own).
+    let clock: @Sendable () -> ConduitInstant
 
     init(
         loop: any EventLoop, mtu: Int, offload: UDPOffloadPolicy = UDPOffloadPolicy(mode: .off), srtp: sending UDPSRTPFilter? = nil,
-        observer: UDPObserver? = nil, directSocket: UDPDirectSocket? = nil, limits: UDPTransport.Configuration.ListenerLimits = .init()
+        observer: UDPObserver? = nil, directSocket: UDPDirectSocket? = nil, limits: UDPTransport.Configuration.ListenerLimits = .init(),
+        clock: @escaping @Sendable () -> ConduitInstant = UDPListenerCore.now
     ) {
         self.limits = limits
+        self.clock = clock
         backlog = AsyncBoundedChannel<UDPLink>(capacity: limits.maxAwaitingAccept)
         self.observer = observer
         self.directSocket = directSocket
         var random = SystemRandomNumberGenerator()
-        state = .makeBoxSendingValue(State(addresses: UDPAddressLedger(limits: limits)), eventLoop: loop)
+        state = .makeBoxSendingValue(
+            State(addresses: UDPAddressLedger(limits: limits), shedder: UDPHandshakeShedder(overloadBurst: limits.overloadBurst, ceiling: limits.handshakesPerSecond)), eventLoop: loop)
         ssrc = random.next()
         self.mtu = mtu
         self.offload = offload
@@ -99,7 +109,7 @@ final class UDPListenerCore: Sendable {
                 sendClear(.reject(ssrc: ssrc, clientSSRC: client, reason: 2), to: from, via: channel)
                 return
             }
-            guard hasRoom() else { return }
+            guard answersHello(), hasRoom() else { return }
             let cookie = jar.mint(for: from, ssrc: client, nonce: nonce, mtu: mtu)
             send(.cookie(ssrc: ssrc, nonce: nonce, cookie: cookie), to: from, via: channel)
             state.value.statistics.hellosAnswered += 1
@@ -110,12 +120,45 @@ final class UDPListenerCore: Sendable {
                 state.value.statistics.badCookies += 1
                 return
             }
-            guard hasRoom(), admitAddress(from) else { return }
+            guard hasRoom(), admitsLink(), admitAddress(from) else { return }
             establish(from: from, ssrc: client, nonce: nonce, mtu: min(Int(mtu), self.mtu), via: channel)
         case .pathResponse(let client, let server, let challenge):
             validate(client: client, server: server, challenge: challenge, from: from)
         case .cookie, .accept, .bye, .reject, .pathChallenge:
             state.value.statistics.strayDatagrams += 1
+        }
+    }
+
+    /// False (counting the HELLO in `shedUnderLoad`) just after the listener fell behind its socket.
+    private func answersHello() -> Bool {
+        let now = clock()
+        guard !state.value.shedder.answersHello(now: now) else { return true }
+        shed(now: now)
+        return false
+    }
+
+    /// False (counting the HELLO-WITH-COOKIE in `shedUnderLoad`) when the listener's adaptive
+    /// rate of new links (UDPHandshakeShedder.swift) has nothing left.
+    private func admitsLink() -> Bool {
+        let now = clock()
+        guard !state.value.shedder.admitLink(now: now) else { return true }
+        shed(now: now)
+        return false
+    }
+
+    private func shed(now: ConduitInstant) {
+        state.value.statistics.shedUnderLoad += 1
+        state.value.shedSinceLog += 1
+        observer?.handshakeShed()
+        if state.value.shedLoggedAt.map({ now - $0 >= .seconds(10) }) ?? true {
+            observer?.logger.notice(
+                "udp listener behind its socket: new links limited, HELLOs unanswered for 100 ms",
+                metadata: [
+                    "conduit.shed": "\(state.value.shedSinceLog)", "conduit.links-per-second": "\(state.value.shedder.rate)",
+                    "conduit.overload-burst": "\(limits.overloadBurst)",
+                ])
+            state.value.shedLoggedAt = now
+            state.value.shedSinceLog = 0
         }
     }
 
@@ -131,7 +174,7 @@ final class UDPListenerCore: Sendable {
     /// False (counting the refusal) when `address`'s host holds `maxLinksPerAddress` links or
     /// has established `handshakesPerSecondPerAddress` this second; else its new link is counted.
     private func admitAddress(_ address: SocketAddress) -> Bool {
-        let now = ConduitInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds)
+        let now = clock()
         switch state.value.addresses.admit(Self.hostKey(address), now: now) {
         case .admitted: return true
         case .tooManyLinks: state.value.statistics.refusedPerAddressLimit += 1
@@ -201,7 +244,14 @@ final class UDPListenerCore: Sendable {
         if state.value.dirty.last !== link { state.value.dirty.append(link) }
     }
 
-    /// End of a read burst: every link that got data hands it to its reader.
+    /// End of a read burst of `reads` datagrams: every link that got data hands it to its reader,
+    /// and the burst's size tells whether the listener is behind its socket.
+    func endBurst(reads: Int) {
+        if reads >= limits.overloadBurst { state.value.shedder.noteBurst(datagrams: reads, now: clock()) }
+        flushReceived()
+    }
+
+    /// Every link that got data in this burst hands it to its reader.
     func flushReceived() {
         let dirty = state.value.dirty
         guard !dirty.isEmpty else { return }

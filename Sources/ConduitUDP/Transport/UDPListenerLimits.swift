@@ -20,17 +20,27 @@ extension UDPTransport.Configuration {
         /// rate, still cannot spend on new links the CPU that established links need. Charged
         /// only once an address's own limits admitted it, so one host cannot use it up alone.
         public var handshakesPerSecond: Int
+        /// Datagrams read from the socket in one burst at which the listener takes itself for
+        /// overloaded, default 32: the kernel had that many queued, so every datagram (an
+        /// established link's too) waited behind them. Each such burst halves the rate of new
+        /// links the listener takes (at most every 100 ms, never below a twentieth of
+        /// `handshakesPerSecond`; a tenth more for every 100 ms without one), and its HELLOs go
+        /// unanswered for 100 ms (both counted in `shedUnderLoad`; clients retransmit), so that a
+        /// storm of joins gets only the CPU that established links leave. A burst is at most 128
+        /// datagrams (NIO's 4 reads of up to 32), so a value above that never sheds.
+        public var overloadBurst: Int
 
         /// Limits; every field defaults as documented on it.
         public init(
             maxLinks: Int = 4_096, maxLinksPerAddress: Int = 256, handshakesPerSecondPerAddress: Int = 100, maxAwaitingAccept: Int = 64,
-            handshakesPerSecond: Int = 1_000
+            handshakesPerSecond: Int = 1_000, overloadBurst: Int = 32
         ) {
             self.maxLinks = maxLinks
             self.maxLinksPerAddress = maxLinksPerAddress
             self.handshakesPerSecondPerAddress = handshakesPerSecondPerAddress
             self.maxAwaitingAccept = maxAwaitingAccept
             self.handshakesPerSecond = handshakesPerSecond
+            self.overloadBurst = overloadBurst
         }
 
         /// Throws `invalidConfiguration` naming the field when a limit is below 1.
@@ -38,7 +48,7 @@ extension UDPTransport.Configuration {
             for (name, value) in [
                 ("maxLinks", maxLinks), ("maxLinksPerAddress", maxLinksPerAddress),
                 ("handshakesPerSecondPerAddress", handshakesPerSecondPerAddress), ("maxAwaitingAccept", maxAwaitingAccept),
-                ("handshakesPerSecond", handshakesPerSecond),
+                ("handshakesPerSecond", handshakesPerSecond), ("overloadBurst", overloadBurst),
             ] where value < 1 {
                 throw ConduitError(.invalidConfiguration, "listener limit \(name)=\(value) must be at least 1")
             }

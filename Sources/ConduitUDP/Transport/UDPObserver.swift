@@ -12,11 +12,14 @@ import Logging
 ///   bytes (RTP headers and SRTP tags excluded both ways, as ``UDPLinkStatistics``).
 /// - `conduit_drops_total` with `kind` = `transport` and `reason` (`queue_full`, `malformed`,
 ///   `stranger`, `srtp`, `send_error`).
+/// - `conduit_drops_total` with `kind` = `handshake`, `reason` = `overload`: HELLOs a listener
+///   left unanswered while behind its socket.
 final class UDPObserver: Sendable {
     let logger: Logger
     private let counters: [Counter]
     private let clientLinks: Counter?
     private let serverLinks: Counter?
+    private let handshakesShed: Counter?
 
     init(logger: Logger, metricsFactory: any MetricsFactory) {
         var logger = logger
@@ -26,6 +29,7 @@ final class UDPObserver: Sendable {
             counters = []
             clientLinks = nil
             serverLinks = nil
+            handshakesShed = nil
             return
         }
         let dimensions = [("transport", "udp")]
@@ -43,7 +47,11 @@ final class UDPObserver: Sendable {
         ]
         clientLinks = Counter(label: "conduit_transport_links_total", dimensions: dimensions + [("role", "client")], factory: metricsFactory)
         serverLinks = Counter(label: "conduit_transport_links_total", dimensions: dimensions + [("role", "server")], factory: metricsFactory)
+        handshakesShed = Counter(label: "conduit_drops_total", dimensions: dimensions + [("kind", "handshake"), ("reason", "overload")], factory: metricsFactory)
     }
+
+    /// A listener left a handshake unanswered: it was behind its socket.
+    func handshakeShed() { handshakesShed?.increment() }
 
     /// A link completed its handshake.
     func linkEstablished(remote: String, isClient: Bool) {

@@ -34,7 +34,7 @@ enum UDPSocket {
         mtu: Int,
         receiveOffload offload: Bool,
         onDatagram: @escaping @Sendable (AddressedEnvelope<ByteBuffer>, any Channel) -> Void,
-        onBurstEnd: @escaping @Sendable () -> Void
+        onBurstEnd: @escaping @Sendable (_ reads: Int) -> Void
     ) async throws(ConduitError) -> any Channel {
         // A slice per message one byte over the MTU, so that a larger datagram shows as too large.
         // With receive offload a read is up to 64 KiB of one flow's datagrams, which the handler

@@ -48,6 +48,10 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     /// Valid HELLO-WITH-COOKIEs left unanswered because the listener established
     /// `handshakesPerSecond` links (all addresses together) in the last second.
     public var refusedListenerHandshakeRate = 0
+    /// HELLOs and HELLO-WITH-COOKIEs left unanswered because the listener was behind its socket:
+    /// a HELLO within 100 ms of a read burst of `overloadBurst` datagrams, a valid
+    /// HELLO-WITH-COOKIE beyond the rate of new links such bursts lowered. The client retransmits.
+    public var shedUnderLoad = 0
     /// Links created (each from a valid cookie).
     public var linksEstablished = 0
     /// ACCEPTs sent again for a repeated HELLO-WITH-COOKIE of an established link.
@@ -83,11 +87,11 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
 
     /// Every datagram that reached the listener without reaching a link is in exactly one counter
     /// (a valid HELLO-WITH-COOKIE in `linksEstablished`, `acceptsRepeated`, `refusedAtCapacity`,
-    /// `refusedPerAddressLimit`, `refusedHandshakeRate` or `refusedListenerHandshakeRate`; RTP of a link from a new address in a
+    /// `refusedPerAddressLimit`, `refusedHandshakeRate`, `refusedListenerHandshakeRate` or `shedUnderLoad`; RTP of a link from a new address in a
     /// `pathProbes` counter, a path response in `pathMigrations` or `pathResponsesRejected`).
     public var datagramsAccountedFor: Int {
         hellosAnswered + badCookies + strayDatagrams + malformed + refusedAtCapacity + refusedPerAddressLimit + refusedHandshakeRate
-            + refusedListenerHandshakeRate + linksEstablished + acceptsRepeated + srtpRejected
+            + refusedListenerHandshakeRate + shedUnderLoad + linksEstablished + acceptsRepeated + srtpRejected
             + pathProbes + pathProbesStale + pathProbesRefused + pathMigrations + pathResponsesRejected
     }
 }

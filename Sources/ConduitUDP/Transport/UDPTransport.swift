@@ -116,7 +116,7 @@ public struct UDPTransport: Transport {
             mtu: options.mtu,
             receiveOffload: offload.receives,
             onDatagram: { core.receive($0, via: $1) },
-            onBurstEnd: { core.flushReceived() }
+            onBurstEnd: { core.endBurst(reads: $0) }
         )
         let bound = channel.localAddress ?? address
         let localURL = TransportURL(scheme: "udp", host: bound.ipAddress ?? url.host, port: bound.port ?? url.port, query: url.query)
@@ -166,7 +166,7 @@ public struct UDPTransport: Transport {
             mtu: options.mtu,
             receiveOffload: offload.receives,
             onDatagram: { handshake.receive($0, via: $1) },
-            onBurstEnd: { handshake.flushReceived() }
+            onBurstEnd: { _ in handshake.flushReceived() }
         )
         let timeout = ConduitError(
             .timedOut,
@@ -180,7 +180,7 @@ public struct UDPTransport: Transport {
                 guard let handshake else { throw ConduitError(.connectionClosed, "the UDP link to udp://\(SocketAddressing.describe(server)) is gone") }
                 return try await UDPSocket.bind(
                     to: local, on: loop, mtu: options.mtu, receiveOffload: offload.receives,
-                    onDatagram: { handshake.receive($0, via: $1) }, onBurstEnd: { handshake.flushReceived() })
+                    onDatagram: { handshake.receive($0, via: $1) }, onBurstEnd: { _ in handshake.flushReceived() })
             }
             let established = handshake.start(
                 on: channel,
