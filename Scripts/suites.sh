@@ -7,7 +7,11 @@
 # past its 3-minute limit (CI check of stop 28); it passed there in the run before.
 # JoinStormTests: its generator sends each join once (a storm tool does not retransmit), and
 # beside the rest the in-process relay, starved, let the kernel drop 8-17 of its 100 joins.
-heavy="PionSCTPParityTests|RelayBackpressureUDPTests|ShardBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests|RelayUDPTests|JoinStormTests"
+# UDPDontFragmentTests: path MTU discovery takes a probe unacknowledged within one probe timeout
+# (about 26 ms on loopback) for lost, three in a row lower the size tried; beside the whole suite
+# under AddressSanitizer, its two processes were starved that long, and the link settled at 1,220
+# and 1,341 bytes instead of the path's 1,340 and 1,360 (fresh CI run of stop 38; passed on the retry).
+heavy="PionSCTPParityTests|RelayBackpressureUDPTests|ShardBackpressureUDPTests|RelayAbuseUDPTests|UDPListenerLimitTests|RelayUDPTests|JoinStormTests|UDPDontFragmentTests"
 simulations="ReliabilityRateTests|PathMTUDiscoveryTests|CongestionControlTests|ARQFramePartsTests|ConferenceVirtualTimeTests"
 # The simulations that are synchronous (one thread, no tasks): ThreadSanitizer has nothing to
 # check in them (a race needs two threads), so Scripts/sanitizers.sh thread leaves them out; they
