@@ -35,17 +35,25 @@ struct UDPHandshakeShedderTests {
         // Bursts below the threshold are no overload.
         shedder.noteBurst(datagrams: 31, now: Self.start + .seconds(2))
         #expect(shedder.rate == 1_000)
-        #expect(shedder.answersHello(now: Self.start + .seconds(2)))
+        let answered = shedder.answerHello(now: Self.start + .seconds(2))
+        #expect(answered)
         #expect(shedder.overloadedBursts == 0)
     }
 
-    @Test func anOverloadedBurstHalvesTheRateOncePerStepAndShedsHellosForAStep() {
+    @Test func anOverloadedBurstHalvesTheRateOncePerStepAndLimitsHellosForAStep() {
         var shedder = UDPHandshakeShedder(overloadBurst: 32, ceiling: 1_000)
         shedder.noteBurst(datagrams: 32, now: Self.start)
         #expect(shedder.rate == 500)
-        #expect(!shedder.answersHello(now: Self.start))
-        #expect(!shedder.answersHello(now: Self.start + .milliseconds(99)))
-        #expect(shedder.answersHello(now: Self.start + .milliseconds(100)))
+        // HELLOs for a step: four per link allowed, a tenth of a second's worth at once.
+        var answered = 0
+        while shedder.answerHello(now: Self.start) { answered += 1 }
+        #expect(answered == 200)
+        let oneMore = shedder.answerHello(now: Self.start + .milliseconds(1))
+        #expect(oneMore, "2,000 a second: two more a millisecond later")
+        // A step after the burst, every HELLO is answered again.
+        var later = 0
+        for _ in 0..<1_000 where shedder.answerHello(now: Self.start + .milliseconds(100)) { later += 1 }
+        #expect(later == 1_000)
         // Within the step: counted, not halved again.
         shedder.noteBurst(datagrams: 128, now: Self.start + .milliseconds(50))
         #expect(shedder.rate == 500)
@@ -111,19 +119,24 @@ struct UDPHandshakeShedderTests {
         }
     }
 
-    @Test func aListenerBehindItsSocketLeavesHellosUnansweredAndCountsThem() throws {
+    @Test func aListenerBehindItsSocketLimitsHellosAndCountsWhatItLeavesUnanswered() throws {
         let harness = Harness()
         guard case .cookie? = harness.hello(nonce: 1) else { Issue.record("a quiet listener must answer a HELLO"); return }
         harness.core.endBurst(reads: 31)
         guard case .cookie? = harness.hello(nonce: 2) else { Issue.record("31 reads in a burst is no overload"); return }
         harness.core.endBurst(reads: 32)
-        #expect(harness.hello(nonce: 3) == nil)
+        // The rate of links halved to 500 a second: 200 HELLOs at once (4 per link, a tenth of a
+        // second's worth), then none until time passes.
+        var answered = 0
+        for nonce in UInt64(3)...202 { if case .cookie? = harness.hello(nonce: nonce) { answered += 1 } }
+        #expect(answered == 200)
+        #expect(harness.hello(nonce: 203) == nil)
         #expect(harness.core.currentStatistics().shedUnderLoad == 1)
-        #expect(harness.core.currentStatistics().hellosAnswered == 2)
+        #expect(harness.core.currentStatistics().hellosAnswered == 202)
         harness.clock.now.withLock { $0 = $0 + .milliseconds(100) }
-        guard case .cookie? = harness.hello(nonce: 4) else { Issue.record("a step after the burst, HELLOs are answered again"); return }
+        guard case .cookie? = harness.hello(nonce: 204) else { Issue.record("a step after the burst, HELLOs are answered again"); return }
         let statistics = harness.core.currentStatistics()
-        #expect(statistics.datagramsAccountedFor == 4)
+        #expect(statistics.datagramsAccountedFor == 204)
         _ = try harness.channel.finish()
     }
 }

@@ -10,8 +10,9 @@ package import ConduitCore
 /// the seconds until it is refused and drained), so their rate adapts as a congestion window
 /// does: halved at an overloaded burst (at most once per `step`), raised by a tenth for every
 /// `step` without one, between a floor (a twentieth of the ceiling: joins still get in while a
-/// room is busy) and `handshakesPerSecond`. HELLOs, cheap but not free, go unanswered for a
-/// `step` after an overloaded burst; clients retransmit them.
+/// room is busy) and `handshakesPerSecond`. HELLOs, cheap but not free, are answered at most at
+/// four times that rate for a `step` after an overloaded burst (a link needs a cookie first, so
+/// never fewer than the links the floor lets in); the rest go unanswered, and clients retransmit.
 ///
 /// A fixed rate is too low for a quiet relay or too high for a busy one: with 1,000 links/s
 /// allowed, a bad-token storm held one core of an optimized relay and a member's p99 went from
@@ -19,8 +20,10 @@ package import ConduitCore
 ///
 /// Deterministic: the caller passes `now`.
 package struct UDPHandshakeShedder: Sendable {
-    /// How often the rate may be halved, and how long HELLOs are shed after an overloaded burst.
+    /// How often the rate may be halved, and how long HELLOs are limited after an overloaded burst.
     package static let step = Duration.milliseconds(100)
+    /// HELLOs answered per new link allowed, while limited.
+    package static let hellosPerLink = 4
 
     let overloadBurst: Int
     /// The rate's bounds, in links per second.
@@ -28,9 +31,8 @@ package struct UDPHandshakeShedder: Sendable {
     package let floor: Int
     /// New links allowed per second now.
     package private(set) var rate: Int
-    /// Links that may be taken now (a tenth of a second's worth at most, and at least one).
-    private var credit: Double
-    private var refilledAt: ConduitInstant?
+    private var links: AdaptiveBucket
+    private var hellos: AdaptiveBucket
     /// When the rate was last halved, and last raised (or halved).
     private var halvedAt: ConduitInstant?
     private var raisedAt: ConduitInstant?
@@ -46,7 +48,8 @@ package struct UDPHandshakeShedder: Sendable {
         self.ceiling = max(1, ceiling)
         floor = max(1, self.ceiling / 20)
         rate = self.ceiling
-        credit = Self.bucket(for: self.ceiling)
+        links = AdaptiveBucket(rate: rate)
+        hellos = AdaptiveBucket(rate: rate * Self.hellosPerLink)
     }
 
     /// A read burst of `datagrams` ended at `now`.
@@ -59,24 +62,22 @@ package struct UDPHandshakeShedder: Sendable {
         rate = max(floor, rate / 2)
         halvedAt = now
         raisedAt = now
-        credit = min(credit, Self.bucket(for: rate))
+        links.clamp(rate: rate)
+        hellos.clamp(rate: rate * Self.hellosPerLink)
     }
 
-    /// Whether a HELLO is answered at `now`: not within a `step` of an overloaded burst.
-    package func answersHello(now: ConduitInstant) -> Bool {
-        overloadedAt.map { now - $0 >= Self.step } ?? true
+    /// Whether a HELLO is answered at `now`: always, unless within a `step` of an overloaded
+    /// burst; then while HELLOs stay within `hellosPerLink` times the rate of new links.
+    package mutating func answerHello(now: ConduitInstant) -> Bool {
+        guard let overloadedAt, now - overloadedAt < Self.step else { return true }
+        raise(now: now)
+        return hellos.take(rate: rate * Self.hellosPerLink, now: now)
     }
 
     /// Takes one new link at `now` if the rate allows it.
     package mutating func admitLink(now: ConduitInstant) -> Bool {
         raise(now: now)
-        if let refilledAt, now > refilledAt {
-            credit = min(Self.bucket(for: rate), credit + Double((now - refilledAt).nanosecondsClamped) * Double(rate) / 1e9)
-        }
-        refilledAt = max(refilledAt ?? now, now)
-        guard credit >= 1 else { return false }
-        credit -= 1
-        return true
+        return links.take(rate: rate, now: now)
     }
 
     /// A tenth more for every `step` since the rate last changed, up to the ceiling.
@@ -90,6 +91,29 @@ package struct UDPHandshakeShedder: Sendable {
             steps -= 1
         }
     }
+}
 
-    private static func bucket(for rate: Int) -> Double { max(1, Double(rate) / 10) }
+/// A token bucket whose rate may change between takes: it holds a tenth of a second's worth at
+/// the current rate (at least one).
+struct AdaptiveBucket: Sendable {
+    private var credit: Double
+    private var refilledAt: ConduitInstant?
+
+    init(rate: Int) { credit = Self.capacity(rate) }
+
+    /// Takes one at `now` if there is one, after refilling at `rate` since the last take.
+    mutating func take(rate: Int, now: ConduitInstant) -> Bool {
+        if let refilledAt, now > refilledAt {
+            credit = min(Self.capacity(rate), credit + Double((now - refilledAt).nanosecondsClamped) * Double(rate) / 1e9)
+        }
+        refilledAt = max(refilledAt ?? now, now)
+        guard credit >= 1 else { return false }
+        credit -= 1
+        return true
+    }
+
+    /// The rate fell to `rate`: at most its capacity is left.
+    mutating func clamp(rate: Int) { credit = min(credit, Self.capacity(rate)) }
+
+    static func capacity(_ rate: Int) -> Double { max(1, Double(rate) / 10) }
 }

@@ -129,10 +129,11 @@ final class UDPListenerCore: Sendable {
         }
     }
 
-    /// False (counting the HELLO in `shedUnderLoad`) just after the listener fell behind its socket.
+    /// False (counting the HELLO in `shedUnderLoad`) when, just after the listener fell behind its
+    /// socket, HELLOs exceed their share of the adaptive rate (UDPHandshakeShedder.swift).
     private func answersHello() -> Bool {
         let now = clock()
-        guard !state.value.shedder.answersHello(now: now) else { return true }
+        guard !state.value.shedder.answerHello(now: now) else { return true }
         shed(now: now)
         return false
     }
@@ -152,7 +153,7 @@ final class UDPListenerCore: Sendable {
         observer?.handshakeShed()
         if state.value.shedLoggedAt.map({ now - $0 >= .seconds(10) }) ?? true {
             observer?.logger.notice(
-                "udp listener behind its socket: new links limited, HELLOs unanswered for 100 ms",
+                "udp listener behind its socket: new links and HELLOs limited",
                 metadata: [
                     "conduit.shed": "\(state.value.shedSinceLog)", "conduit.links-per-second": "\(state.value.shedder.rate)",
                     "conduit.overload-burst": "\(limits.overloadBurst)",

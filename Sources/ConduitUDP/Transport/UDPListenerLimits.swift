@@ -24,9 +24,10 @@ extension UDPTransport.Configuration {
         /// overloaded, default 32: the kernel had that many queued, so every datagram (an
         /// established link's too) waited behind them. Each such burst halves the rate of new
         /// links the listener takes (at most every 100 ms, never below a twentieth of
-        /// `handshakesPerSecond`; a tenth more for every 100 ms without one), and its HELLOs go
-        /// unanswered for 100 ms (both counted in `shedUnderLoad`; clients retransmit), so that a
-        /// storm of joins gets only the CPU that established links leave. A burst is at most 128
+        /// `handshakesPerSecond`; a tenth more for every 100 ms without one), and for 100 ms
+        /// HELLOs are answered at most four per link allowed (what is left unanswered is counted
+        /// in `shedUnderLoad`; clients retransmit), so that a storm of joins gets only the CPU
+        /// that established links leave, and joins still get in at the floor's rate. A burst is at most 128
         /// datagrams (NIO's 4 reads of up to 32), so a value above that never sheds.
         public var overloadBurst: Int
 

@@ -49,8 +49,9 @@ public struct UDPListenerStatistics: Sendable, Hashable, Codable {
     /// `handshakesPerSecond` links (all addresses together) in the last second.
     public var refusedListenerHandshakeRate = 0
     /// HELLOs and HELLO-WITH-COOKIEs left unanswered because the listener was behind its socket:
-    /// a HELLO within 100 ms of a read burst of `overloadBurst` datagrams, a valid
-    /// HELLO-WITH-COOKIE beyond the rate of new links such bursts lowered. The client retransmits.
+    /// HELLOs beyond four per link allowed within 100 ms of a read burst of `overloadBurst`
+    /// datagrams, valid HELLO-WITH-COOKIEs beyond the rate of new links such bursts lowered. The
+    /// client retransmits.
     public var shedUnderLoad = 0
     /// Links created (each from a valid cookie).
     public var linksEstablished = 0
