@@ -169,3 +169,51 @@ struct QueueDelayMonitorTests {
         #expect(monitor.update(delay: .milliseconds(201)) == true)
     }
 }
+
+@Suite("Event rate limiter")
+struct EventRateLimiterTests {
+    static let start = ConduitInstant.zero + .seconds(10)
+
+    static func admitted(_ limiter: inout EventRateLimiter, _ attempts: Int, now: ConduitInstant) -> Int {
+        (0..<attempts).reduce(0) { count, _ in count + (limiter.admit(now: now) ? 1 : 0) }
+    }
+
+    @Test("a burst window of a tenth of a second holds a tenth of the rate, and at least one event")
+    func burstWindow() {
+        var limiter = EventRateLimiter(perSecond: 1_000, burstWindow: .milliseconds(100), now: Self.start)
+        #expect(Self.admitted(&limiter, 150, now: Self.start) == 100)
+        // An hour idle refills a tenth of a second's worth, no more.
+        #expect(Self.admitted(&limiter, 150, now: Self.start + .seconds(3_600)) == 100)
+        var slow = EventRateLimiter(perSecond: 5, burstWindow: .milliseconds(100), now: Self.start)
+        #expect(Self.admitted(&slow, 3, now: Self.start) == 1)
+        #expect(Self.admitted(&slow, 1, now: Self.start + .milliseconds(199)) == 0)
+        #expect(Self.admitted(&slow, 1, now: Self.start + .milliseconds(200)) == 1)
+    }
+
+    @Test("a lower rate drops the credit past its burst at once; a higher one earns from then on, not before")
+    func changingTheRate() {
+        var limiter = EventRateLimiter(perSecond: 1_000, burstWindow: .milliseconds(100), now: Self.start)
+        limiter.setRate(perSecond: 100, now: Self.start)
+        #expect(Self.admitted(&limiter, 50, now: Self.start) == 10)
+        // 50 ms at 100/s earned 5; raised to 1,000/s then, 10 ms more earn 10.
+        let raised = Self.start + .milliseconds(50)
+        limiter.setRate(perSecond: 1_000, now: raised)
+        #expect(limiter.perSecond == 1_000)
+        #expect(Self.admitted(&limiter, 50, now: raised + .milliseconds(10)) == 15)
+        #expect(!limiter.isFull(at: raised + .milliseconds(99)))
+        #expect(limiter.isFull(at: raised + .milliseconds(110)))
+    }
+
+    @Test("rates and windows out of range are clamped, never trapping")
+    func clamps() {
+        var limiter = EventRateLimiter(perSecond: 0, burstWindow: .seconds(-5), now: Self.start)
+        #expect(limiter.perSecond == 1)
+        #expect(limiter.burstWindow == .nanoseconds(1))
+        #expect(Self.admitted(&limiter, 3, now: Self.start) == 1)
+        limiter.setRate(perSecond: .max, now: Self.start + .seconds(1))
+        #expect(limiter.perSecond == 1_000_000_000)
+        var huge = EventRateLimiter(perSecond: .max, burstWindow: .seconds(100), now: Self.start)
+        #expect(huge.burstWindow == .seconds(1))
+        #expect(Self.admitted(&huge, 1_000, now: Self.start + .seconds(1_000_000)) == 1_000)
+    }
+}

@@ -31,8 +31,9 @@ package struct UDPHandshakeShedder: Sendable {
     package let floor: Int
     /// New links allowed per second now.
     package private(set) var rate: Int
-    private var links: AdaptiveBucket
-    private var hellos: AdaptiveBucket
+    /// Token buckets holding a `step`'s worth at the current rate (at least one).
+    private var links: EventRateLimiter
+    private var hellos: EventRateLimiter
     /// When the rate was last halved, and last raised (or halved).
     private var halvedAt: ConduitInstant?
     private var raisedAt: ConduitInstant?
@@ -48,8 +49,9 @@ package struct UDPHandshakeShedder: Sendable {
         self.ceiling = max(1, ceiling)
         floor = max(1, self.ceiling / 20)
         rate = self.ceiling
-        links = AdaptiveBucket(rate: rate)
-        hellos = AdaptiveBucket(rate: rate * Self.hellosPerLink)
+        // (Full buckets: the first take refills nothing past a full one, whatever `now` is.)
+        links = EventRateLimiter(perSecond: rate, burstWindow: Self.step, now: .zero)
+        hellos = EventRateLimiter(perSecond: rate * Self.hellosPerLink, burstWindow: Self.step, now: .zero)
     }
 
     /// A read burst of `datagrams` ended at `now`.
@@ -59,11 +61,9 @@ package struct UDPHandshakeShedder: Sendable {
         overloadedAt = now
         guard halvedAt.map({ now - $0 >= Self.step }) ?? true else { return }
         raise(now: now)
-        rate = max(floor, rate / 2)
         halvedAt = now
         raisedAt = now
-        links.clamp(rate: rate)
-        hellos.clamp(rate: rate * Self.hellosPerLink)
+        setRate(max(floor, rate / 2), now: now)
     }
 
     /// Whether a HELLO is answered at `now`: always, unless within a `step` of an overloaded
@@ -71,13 +71,13 @@ package struct UDPHandshakeShedder: Sendable {
     package mutating func answerHello(now: ConduitInstant) -> Bool {
         guard let overloadedAt, now - overloadedAt < Self.step else { return true }
         raise(now: now)
-        return hellos.take(rate: rate * Self.hellosPerLink, now: now)
+        return hellos.admit(now: now)
     }
 
     /// Takes one new link at `now` if the rate allows it.
     package mutating func admitLink(now: ConduitInstant) -> Bool {
         raise(now: now)
-        return links.take(rate: rate, now: now)
+        return links.admit(now: now)
     }
 
     /// A tenth more for every `step` since the rate last changed, up to the ceiling.
@@ -86,34 +86,17 @@ package struct UDPHandshakeShedder: Sendable {
         var steps = (now - raisedAt).nanosecondsClamped / Self.step.nanosecondsClamped
         guard steps > 0 else { return }
         self.raisedAt = raisedAt + Self.step * Int(steps)
-        while steps > 0, rate < ceiling {
-            rate = min(ceiling, rate + max(1, rate / 10))
+        var raised = rate
+        while steps > 0, raised < ceiling {
+            raised = min(ceiling, raised + max(1, raised / 10))
             steps -= 1
         }
-    }
-}
-
-/// A token bucket whose rate may change between takes: it holds a tenth of a second's worth at
-/// the current rate (at least one).
-struct AdaptiveBucket: Sendable {
-    private var credit: Double
-    private var refilledAt: ConduitInstant?
-
-    init(rate: Int) { credit = Self.capacity(rate) }
-
-    /// Takes one at `now` if there is one, after refilling at `rate` since the last take.
-    mutating func take(rate: Int, now: ConduitInstant) -> Bool {
-        if let refilledAt, now > refilledAt {
-            credit = min(Self.capacity(rate), credit + Double((now - refilledAt).nanosecondsClamped) * Double(rate) / 1e9)
-        }
-        refilledAt = max(refilledAt ?? now, now)
-        guard credit >= 1 else { return false }
-        credit -= 1
-        return true
+        setRate(raised, now: now)
     }
 
-    /// The rate fell to `rate`: at most its capacity is left.
-    mutating func clamp(rate: Int) { credit = min(credit, Self.capacity(rate)) }
-
-    static func capacity(_ rate: Int) -> Double { max(1, Double(rate) / 10) }
+    private mutating func setRate(_ newRate: Int, now: ConduitInstant) {
+        rate = newRate
+        links.setRate(perSecond: newRate, now: now)
+        hellos.setRate(perSecond: newRate * Self.hellosPerLink, now: now)
+    }
 }
