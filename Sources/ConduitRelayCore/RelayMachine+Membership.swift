@@ -73,6 +73,8 @@ extension RelayMachine {
         guard grant.peer == request.peer else { return refuse(id, .wrongPeer, now: now) }
         if rooms[request.room] == nil {
             guard rooms.count < configuration.maxRooms else { return refuse(id, .overLimit, now: now) }
+            // (With a roster, the room is made when the join's record comes back: RelayMachine+Roster.swift.)
+            if usesRoster { return admitThroughRoster(id, request, grant: grant, now: now) }
             rooms[request.room] = Room()
         }
         guard rooms[request.room]!.members.count < configuration.maxMembersPerRoom,
@@ -81,6 +83,8 @@ extension RelayMachine {
         guard !rooms[request.room]!.members.values.contains(where: { $0.peer == request.peer }) else {
             return refuse(id, .alreadyJoined, now: now)
         }
+        // In a cluster with a roster, the join is answered once the roster has it (RelayMachine+Roster.swift).
+        if usesRoster { return admitThroughRoster(id, request, grant: grant, now: now) }
         pendingConnections -= 1
         let member = rooms[request.room]!.allocateMember()
         rooms[request.room]!.members[member] = Member(
@@ -89,16 +93,23 @@ extension RelayMachine {
             dataSessionsSupported: request.dataSessionsSupported,
             grant: grant
         )
-        connections[id]!.phase = .member(request.room, member)
+        welcome(id, member: member, in: request.room, now: now)
+    }
+
+    /// A member that just joined: told its number and the room (peers, tracks); its peers hear of
+    /// it with the next update, and the cluster's other relays with this relay's presence.
+    mutating func welcome(_ id: RelayConnectionID, member: UInt16, in roomID: RoomID, now: ConduitInstant) {
+        let peer = rooms[roomID]!.members[member]!.peer
+        connections[id]!.phase = .member(roomID, member)
         connections[id]!.lastHeard = now
         statistics.joins += 1
-        invitationMemberJoined(request.peer, id, now: now)
+        invitationMemberJoined(peer, id, now: now)
         sendControl(id, RoomControlFrame.joined(member: member).encoded)
-        sendSnapshot(to: member, in: request.room)
-        announceTracks(to: member, in: request.room)
-        noteChange(in: request.room, joined: member, now: now)
+        sendSnapshot(to: member, in: roomID)
+        announceTracks(to: member, in: roomID)
+        noteChange(in: roomID, joined: member, now: now)
         // The first member here asks the cluster's other relays for theirs.
-        publishPresence(request.room, wantsReply: rooms[request.room]!.members.count == rooms[request.room]!.remote.count + 1)
+        publishPresence(roomID, wantsReply: rooms[roomID]!.members.count == rooms[roomID]!.remote.count + 1)
     }
 
     /// The driver refused the join (or the machine did): the client is told why and let go.
@@ -128,6 +139,9 @@ extension RelayMachine {
         }
         rooms[roomID]!.members[member] = nil
         if let origin = state.origin { rooms[roomID]!.remote[origin] = nil } else { invitationMemberLeft(state.peer, state.connection, now: now) }
+        if state.origin == nil, let ticket = state.ticket, let node = cluster?.node {
+            appendRoster(.left(room: roomID, node: node, ticket: ticket))
+        }
         // A member here leaving is announced to the cluster (with the empty list for the last one).
         if state.origin == nil { publishPresence(roomID, wantsReply: false) }
         // Only other relays' members left: the room is no longer hosted here.
@@ -142,6 +156,8 @@ extension RelayMachine {
     // MARK: Peer list
 
     mutating func noteChange(in roomID: RoomID, joined: UInt16? = nil, left: UInt16? = nil, now: ConduitInstant) {
+        // With a roster, every change is announced as its record is applied (RelayMachine+Roster.swift).
+        guard !usesRoster else { return }
         if let joined { rooms[roomID]!.pendingJoined.append(joined) }
         if let left {
             // Joined and left within one interval: the others never need to hear of it.
@@ -299,6 +315,7 @@ extension RelayMachine {
         if let due = invitations.book.nextTimeout { consider(due) }
         if let due = backpressureDeadline() { consider(due) }
         if let due = clusterDeadline() { consider(due) }
+        if let due = rosterDeadline() { consider(due) }
         return deadline
     }
 
@@ -316,6 +333,7 @@ extension RelayMachine {
             // A link the relay is not reading cannot be heard: it is not vanishing.
             if !pausedReaders.contains(id) { consider(connection.lastHeard + configuration.vanishTimeout) }
             if case .awaitingJoin = connection.phase { consider(connection.openedAt + configuration.joinTimeout) }
+            if case .admitting(_, _, _, let since) = connection.phase { consider(since + configuration.joinTimeout) }
         }
         return deadline
     }
@@ -330,12 +348,13 @@ extension RelayMachine {
             switch connection.phase {
             case .closing: continue
             case .member: statistics.vanished += 1
-            case .awaitingJoin, .authorizing: break
+            case .awaitingJoin, .authorizing, .admitting: break
             }
             disconnect(id, .vanished, "nothing heard for \(configuration.vanishTimeout)", now: now)
         }
         handleInvitationTimeouts(now: now)
         handleClusterTimeouts(now: now)
+        handleRosterTimeouts(now: now)
         flushPeerLists(now: now)
         timeoutFloor = scanTimeoutFloor()
     }

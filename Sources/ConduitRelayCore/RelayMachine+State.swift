@@ -7,6 +7,9 @@ extension RelayMachine {
         enum Phase: Sendable {
             case awaitingJoin
             case authorizing(RelayJoinRequest)
+            /// Verified, and appended to the cluster's roster as `ticket`: answered when the
+            /// record is read back (RelayMachine+Roster.swift).
+            case admitting(RelayJoinRequest, RelayGrant, ticket: UInt64, since: ConduitInstant)
             case member(RoomID, UInt16)
             case closing
         }
@@ -112,6 +115,8 @@ extension RelayMachine {
         var sessions: [UInt32: SessionType] = [:]
         /// A member connected to another relay of the cluster (nil: connected here).
         var origin: RemoteMemberKey? = nil
+        /// This relay's roster ticket for a member connected here (nil: no roster).
+        var ticket: UInt64? = nil
     }
 
     struct Subgroup: Sendable {
@@ -184,6 +189,11 @@ extension RelayMachine {
         var pressureAnnounced = false
         /// Other relays that hold the room back: its senders here wait while one does.
         var remotePressure: Set<RelayNodeID> = []
+        /// Roster (RelayMachine+Roster.swift): frames from members of other relays whose join
+        /// record has not arrived, their bytes, and relays that announced such members.
+        var heldForRoster = Deque<HeldFrame>()
+        var heldBytes = 0
+        var awaitingRoster: Set<RelayNodeID> = []
 
         /// The members connected here (not to another relay or shard) that may receive, in
         /// member order: made from `members` after each change, then kept, so a frame to the whole

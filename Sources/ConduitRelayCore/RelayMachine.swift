@@ -86,7 +86,7 @@ public struct RelayMachine: Sendable {
         latestNow = max(latestNow, now)
         forgetBackpressure(id, phase: connection.phase)
         switch connection.phase {
-        case .awaitingJoin, .authorizing: pendingConnections -= 1
+        case .awaitingJoin, .authorizing, .admitting: pendingConnections -= 1
         case .member(let room, let member): removeMember(member, from: room, now: now)
         case .closing: break
         }
@@ -211,6 +211,7 @@ public struct RelayMachine: Sendable {
         guard connections[id] != nil else { return }
         if case .awaitingJoin = connections[id]!.phase { pendingConnections -= 1 }
         if case .authorizing = connections[id]!.phase { pendingConnections -= 1 }
+        if case .admitting = connections[id]!.phase { pendingConnections -= 1 }
         forgetBackpressure(id, phase: connections[id]!.phase)
         connections[id]!.phase = .closing
         connections[id]!.outbox.removeAll()

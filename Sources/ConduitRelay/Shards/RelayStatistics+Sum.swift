@@ -27,7 +27,8 @@ extension RelayStatistics {
             \.nodeMessagesReceived, \.nodeGaps, \.nodeMessagesResent, \.nodeMessagesRepaired, \.nodeMessagesLost,
             \.nodeDuplicates, \.nodeMalformed, \.nodesTimedOut, \.nodesOverLimit, \.onlineOverLimit, \.invitationEventsForwarded,
             \.invitationEventsReceived, \.invitationRequestsForwarded, \.invitationRequestsServed,
-            \.invitationRequestsUnanswered, \.invitationRepliesUnmatched, \.invitationsLostWithRelay, \.invitationProxiesEvicted
+            \.invitationRequestsUnanswered, \.invitationRepliesUnmatched, \.invitationsLostWithRelay, \.invitationProxiesEvicted,
+            \.rosterRecordsApplied, \.rosterMalformed, \.rosterRecordsPublished, \.rosterJoinsRefused, \.heldForRoster, \.heldDropped,
         ]
     }
 }

@@ -107,6 +107,26 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     /// Invitations of other relays forgotten here before they ended, to keep the table within
     /// its cap (a later answer here is refused `unknownInvitation`).
     public var invitationProxiesEvicted = 0
+
+    // MARK: The roster (one order of joins and leaves for every relay: RelayMachine+Roster.swift)
+
+    /// Roster records taken, in the stream's order (this relay's own included).
+    public var rosterRecordsApplied = 0
+    /// Roster records that did not parse, or that came out of order (dropped).
+    public var rosterMalformed = 0
+    /// Roster records handed to the driver to append.
+    public var rosterRecordsPublished = 0
+    /// Joins the roster refused: another relay's join under the same name came first in it (or
+    /// every member number was taken). A join here is refused `alreadyJoined` (or `roomFull`).
+    public var rosterJoinsRefused = 0
+    /// Routed frames from a member of another relay that arrived before the roster said it
+    /// joined: held until it does.
+    public var heldForRoster = 0
+    /// Of those, frames dropped: more waited than `RelayRosterLimits` allows, or the member's
+    /// join never came within `silenceTimeout`. Reliable ones among them are reported lost to
+    /// the receivers, as frames lost between relays are.
+    public var heldDropped = 0
+
     /// All counters at zero.
     public init() {}
 }

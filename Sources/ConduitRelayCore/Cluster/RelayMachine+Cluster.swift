@@ -33,6 +33,8 @@ extension RelayMachine {
         var nextEpoch: UInt32 = 1
         /// When every hosted room's presence is published again (RelayMachine+ClusterLiveness.swift).
         var nextHeartbeat: ConduitInstant
+        /// Membership from the cluster's roster, when the driver has one (RelayMachine+Roster.swift).
+        var roster: RosterState?
     }
 
     // MARK: Driver interface
@@ -42,10 +44,15 @@ extension RelayMachine {
     /// (``pollClusterMessage()``); `handleCluster(_:now:)` takes theirs (their bytes or parsed). `liveness` says how
     /// often this relay announces its members again and when another relay that fell silent is
     /// taken for dead (its members reported left). Once only.
-    public mutating func joinCluster(as node: RelayNodeID, liveness: RelayClusterLiveness = .init(), now: ConduitInstant) {
+    ///
+    /// `roster`: membership comes from the cluster's roster (``handleRoster(_:sequence:now:)``,
+    /// ``pollRosterRecord()``), so member numbers and peer-list versions are the same on every
+    /// relay. Taken only while no room exists here (numbers already given out would clash).
+    public mutating func joinCluster(as node: RelayNodeID, liveness: RelayClusterLiveness = .init(), roster: Bool = false, now: ConduitInstant) {
         guard cluster == nil else { return }
         latestNow = max(latestNow, now)
         cluster = ClusterState(node: node, liveness: liveness, nextHeartbeat: now + liveness.heartbeatInterval)
+        if roster, rooms.isEmpty { cluster!.roster = RosterState() }
         // Who is online here, and a request for every other relay's whole set.
         publishWholeOnline(wantsFull: true, now: now)
         for roomID in rooms.keys.sorted() { publishPresence(roomID, wantsReply: true) }
@@ -195,6 +202,8 @@ extension RelayMachine {
     /// departed leave, the new join (each with a member number of this relay), and local members
     /// hear of both in the next peer-list update.
     mutating func applyPresence(_ announced: [RoomMember], of node: RelayNodeID, in roomID: RoomID, now: ConduitInstant) {
+        // With a roster, membership comes from its records alone.
+        guard !usesRoster else { return }
         var wanted: [RemoteMemberKey: RoomMember] = [:]
         for member in announced { wanted[RemoteMemberKey(node: node, member: member.member)] = member }
         let known = rooms[roomID]!.remote.filter { $0.key.node == node }
@@ -222,6 +231,8 @@ extension RelayMachine {
     /// A routed frame from a member of another relay, for every member here or for one.
     mutating func deliverClusterFrame(_ frame: [UInt8], origin: RemoteMemberKey, to target: UInt16, in roomID: RoomID, now: ConduitInstant) {
         guard let sender = rooms[roomID]!.remote[origin] else {
+            // With a roster, its join record may not have come yet (it travels another way).
+            if usesRoster { return holdForRoster(frame, origin: origin, to: target, in: roomID, now: now) }
             statistics.cluster.unknownSender += 1
             return
         }

@@ -30,7 +30,7 @@ extension RelayMachine {
             numbers[channel.id] = id
             for (origin, direction) in channel.directions {
                 guard let number = rooms[roomID]!.remote[RemoteMemberKey(node: node, member: origin)] else {
-                    statistics.cluster.unknownSender += 1
+                    noteUnknownRemoteMember(of: node, in: roomID)
                     continue
                 }
                 wanted[id, default: [:]][number] = direction

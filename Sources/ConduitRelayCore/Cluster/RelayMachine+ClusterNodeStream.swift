@@ -290,6 +290,7 @@ extension RelayMachine {
     mutating func nodeDied(_ node: RelayNodeID, now: ConduitInstant) {
         guard let peer = cluster?.nodes.peers.removeValue(forKey: node) else { return }
         statistics.cluster.nodesTimedOut += 1
+        rosterNodeGone(node)
         invitationHomeDied(node, now: now)
         for offline in peer.online.sorted() { removeRemoteOnline(offline, at: node, now: now) }
         deliverInvitationEvents(now: now)

@@ -36,7 +36,7 @@ extension RelayMachine {
             numbers[subgroup.id] = id
             for origin in subgroup.subscribers {
                 guard let number = rooms[roomID]!.remote[RemoteMemberKey(node: node, member: origin)] else {
-                    statistics.cluster.unknownSender += 1
+                    noteUnknownRemoteMember(of: node, in: roomID)
                     continue
                 }
                 wanted[number, default: []].insert(id)

@@ -37,7 +37,7 @@ extension RelayMachine {
         var numbers: [UInt16: UInt16] = [:]
         for info in published {
             guard let publisher = rooms[roomID]!.remote[RemoteMemberKey(node: node, member: info.publisher)] else {
-                statistics.cluster.unknownSender += 1
+                noteUnknownRemoteMember(of: node, in: roomID)
                 continue
             }
             if let local = known[info.trackID], rooms[roomID]!.tracks[local]?.info.publisher == publisher {

@@ -46,6 +46,9 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
     case tokenTooLarge = 20
     /// The relay is taking more join attempts per second than it is configured for: try again.
     case joinRateLimited = 21
+    /// The relay is in a cluster whose roster (the one order of joins and leaves) did not take
+    /// the join in time, e.g. while its NATS server is down: try again.
+    case clusterUnavailable = 22
 
     public var description: String {
         switch self {
@@ -70,6 +73,7 @@ public enum RelayRefusal: UInt8, Error, Sendable, Hashable, CaseIterable, Custom
         case .channelMismatch: "channelMismatch"
         case .tokenTooLarge: "tokenTooLarge"
         case .joinRateLimited: "joinRateLimited"
+        case .clusterUnavailable: "clusterUnavailable"
         }
     }
 }
@@ -91,6 +95,9 @@ public enum RelayDisconnectReason: UInt8, Sendable, Hashable, CustomStringConver
     case transportClosed = 5
     /// The other side broke the protocol.
     case protocolError = 6
+    /// The relay's cluster took the relay for gone (it was cut off from the others for longer
+    /// than their silence timeout) and removed its members from the room: join again.
+    case removedByCluster = 7
 
     public var description: String {
         switch self {
@@ -101,6 +108,7 @@ public enum RelayDisconnectReason: UInt8, Sendable, Hashable, CustomStringConver
         case .relayShutdown: "relayShutdown"
         case .transportClosed: "transportClosed"
         case .protocolError: "protocolError"
+        case .removedByCluster: "removedByCluster"
         }
     }
 }

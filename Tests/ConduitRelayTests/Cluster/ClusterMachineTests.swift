@@ -8,7 +8,7 @@ import Testing
 /// in order, or with chosen messages lost): rooms spanning relays, sans-IO and on virtual time.
 struct ClusterHarness {
     var relays: [RoomHarness]
-    let nodes = [RelayNodeID(0xA), RelayNodeID(0xB)]
+    let nodes: [RelayNodeID]
     /// Room messages published so far, in order, and which of them were lost on the way.
     var published = 0
     var lose: Set<Int> = []
@@ -20,9 +20,28 @@ struct ClusterHarness {
     /// Relays whose messages no longer arrive anywhere (dead without a word).
     var deadRelays: Set<Int> = []
 
-    init(configuration: RelayConfiguration = .init()) {
-        relays = [RoomHarness(configuration: configuration), RoomHarness(configuration: configuration)]
-        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], now: relays[index].now) }
+    /// The roster's stream (RelayMachine+Roster.swift), when the relays have one: every record
+    /// appended so far, in order; how far each relay has read it; relays that stopped reading it.
+    var roster: [[UInt8]] = []
+    var rosterRead: [Int]
+    var rosterPaused: Set<Int> = []
+
+    init(configuration: RelayConfiguration = .init(), relayCount: Int = 2, roster: Bool = false) {
+        nodes = (0..<relayCount).map { RelayNodeID(UInt64(0xA + $0)) }
+        relays = (0..<relayCount).map { _ in RoomHarness(configuration: configuration) }
+        rosterRead = Array(repeating: 0, count: relayCount)
+        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], roster: roster, now: relays[index].now) }
+    }
+
+    /// A relay that starts later (same clock as the others), in the cluster from now on: with a
+    /// roster, it reads the whole stream from its start.
+    mutating func addRelay(configuration: RelayConfiguration = .init(), roster: Bool = true) {
+        var relay = RoomHarness(configuration: configuration)
+        relay.now = relays[0].now
+        relay.relay.joinCluster(as: RelayNodeID(UInt64(0xA + relays.count)), roster: roster, now: relay.now)
+        relays.append(relay)
+        rosterRead.append(0)
+        carry()
     }
 
     /// Carries every published message to the other relay (unless lost), and pumps, until quiet
@@ -47,12 +66,24 @@ struct ClusterHarness {
                 let bytes = message.encoded
                 for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
             }
+            while let record = relays[from].relay.pollRosterRecord() {
+                moved = true
+                if !deadRelays.contains(from) { roster.append(record.encoded) }
+            }
             while let message = relays[from].relay.pollClusterNodeMessage() {
                 moved = true
                 publishedNode += 1
                 guard !loseNode.contains(publishedNode), !deadRelays.contains(from), loseNodeWhere?(message) != true else { continue }
                 let bytes = message.encoded
                 for to in relays.indices where to != from { relays[to].relay.handleCluster(bytes, now: relays[to].now) }
+            }
+        }
+        // Every relay reads the roster in the stream's order, its own records included.
+        for to in relays.indices where !rosterPaused.contains(to) && !deadRelays.contains(to) {
+            while rosterRead[to] < roster.count {
+                rosterRead[to] += 1
+                relays[to].relay.handleRoster(roster[rosterRead[to] - 1], sequence: UInt64(rosterRead[to]), now: relays[to].now)
+                moved = true
             }
         }
         return moved

@@ -1,0 +1,307 @@
+import DequeModule
+public import ConduitCore
+import ConduitRooms
+
+/// The roster (issue 16: "one versioned peer list, the same on every relay"). Without it, each
+/// relay of a cluster numbers members and versions its peer lists itself, from the presence the
+/// others announce. With it, joins and leaves are records of one ordered log (a JetStream stream,
+/// ``RelayRosterRecord``) that every relay applies in the same order (``RelayRosterLog``): member
+/// numbers and versions are then the same on every relay.
+///
+/// - A join admitted here is appended as a record and answered once the record is read back,
+///   with the number the log gave it; another relay's join under the same name that came first
+///   in the log wins (this one is refused `alreadyJoined`, as on every relay).
+/// - A member leaving here is removed here at once (its link is gone) and appended as a record;
+///   the others hear of it when the record is read back, with the log's version.
+/// - A relay that fell silent is appended as `nodeGone`: its members leave everywhere at once.
+/// - Frames from a member of another relay can arrive (NATS core) before its join record (the
+///   roster's stream): they are held until it does, bounded and counted.
+///
+/// Presence still carries subgroups, channels, tracks and pressure, and shows that a relay is
+/// alive; membership comes from the roster alone.
+extension RelayMachine {
+    /// The roster's side of a cluster.
+    struct RosterState: Sendable {
+        var logs: [RoomID: RelayRosterLog] = [:]
+        var outbox = Deque<RelayRosterRecord>()
+        var nextTicket: UInt64 = 1
+        /// Joins admitted here waiting for their record, by ticket.
+        var pending: [UInt64: RelayConnectionID] = [:]
+        /// The stream sequence of the last record applied.
+        var lastSequence: UInt64 = 0
+        /// Relays that wrote records but were never heard on the node stream, since when: gone
+        /// unless heard within `silenceTimeout` (a relay that died before this one started).
+        var unheard: [RelayNodeID: ConduitInstant] = [:]
+    }
+
+    /// A routed frame from a member of another relay not yet in the roster here.
+    struct HeldFrame: Sendable {
+        let origin: RemoteMemberKey
+        let target: UInt16
+        let frame: [UInt8]
+        let heldAt: ConduitInstant
+    }
+
+    /// Frames held per room for members whose join record has not arrived.
+    static let maxHeldFrames = 4_096
+    static let maxHeldBytes = 4 << 20
+
+    // MARK: Driver interface
+
+    /// Whether membership comes from the roster (``joinCluster(as:liveness:roster:now:)``).
+    public var usesRoster: Bool { cluster?.roster != nil }
+
+    /// The next roster record to append to the stream (``RelayRosterRecord/subject``), in order;
+    /// nil when there is none. The driver appends them in this order, retrying one that fails.
+    public mutating func pollRosterRecord() -> RelayRosterRecord? {
+        guard let record = cluster?.roster?.outbox.popFirst() else { return nil }
+        statistics.cluster.rosterRecordsPublished += 1
+        return record
+    }
+
+    /// A record of the roster as the stream delivered it, with its stream sequence (malformed and
+    /// out-of-order ones are counted and dropped).
+    public mutating func handleRoster(_ bytes: [UInt8], sequence: UInt64, now: ConduitInstant) {
+        guard usesRoster else { return }
+        guard let record = try? RelayRosterRecord.parse(bytes) else {
+            statistics.cluster.rosterMalformed += 1
+            // Its place in the order is taken all the same: every relay skips it alike.
+            cluster!.roster!.lastSequence = max(cluster!.roster!.lastSequence, sequence)
+            return
+        }
+        handleRoster(record, sequence: sequence, now: now)
+    }
+
+    /// A record of the roster, with its stream sequence: applied once, in order.
+    public mutating func handleRoster(_ record: RelayRosterRecord, sequence: UInt64, now: ConduitInstant) {
+        guard let roster = cluster?.roster, let node = cluster?.node else { return }
+        guard sequence > roster.lastSequence else {
+            statistics.cluster.rosterMalformed += 1
+            return
+        }
+        latestNow = max(latestNow, now)
+        cluster!.roster!.lastSequence = sequence
+        statistics.cluster.rosterRecordsApplied += 1
+        if record.node != node, cluster!.nodes.peers[record.node] == nil, cluster!.roster!.unheard[record.node] == nil {
+            cluster!.roster!.unheard[record.node] = now
+        }
+        if let roomID = record.room {
+            applyRoster(record.event, in: roomID, now: now)
+        } else {
+            for roomID in cluster!.roster!.logs.keys.sorted() { applyRoster(record.event, in: roomID, now: now) }
+        }
+    }
+
+    // MARK: Writing records
+
+    /// A join this relay verified: appended to the roster, answered when read back.
+    mutating func admitThroughRoster(_ id: RelayConnectionID, _ request: RelayJoinRequest, grant: RelayGrant, now: ConduitInstant) {
+        let ticket = cluster!.roster!.nextTicket
+        cluster!.roster!.nextTicket += 1
+        cluster!.roster!.pending[ticket] = id
+        connections[id]!.phase = .admitting(request, grant, ticket: ticket, since: now)
+        lowerTimeoutFloor(to: now + configuration.joinTimeout)
+        appendRoster(.joined(room: request.room, node: cluster!.node, ticket: ticket, peer: request.peer, dataSessionsSupported: request.dataSessionsSupported))
+    }
+
+    mutating func appendRoster(_ record: RelayRosterRecord) {
+        cluster?.roster?.outbox.append(record)
+    }
+
+    /// A relay fell silent (or never spoke): its members leave every room, through the roster.
+    mutating func rosterNodeGone(_ gone: RelayNodeID) {
+        guard usesRoster, gone != cluster!.node else { return }
+        cluster!.roster!.unheard[gone] = nil
+        guard cluster!.roster!.logs.values.contains(where: { log in log.members.contains { $0.node == gone } }) else { return }
+        appendRoster(.nodeGone(gone))
+    }
+
+    /// Relays that wrote roster records but were not heard within `silenceTimeout` of that, and
+    /// joins still waiting for their record after `joinTimeout` (refused: the roster is unreachable).
+    mutating func handleRosterTimeouts(now: ConduitInstant) {
+        guard let roster = cluster?.roster, let liveness = cluster?.liveness else { return }
+        for (node, since) in roster.unheard.sorted(by: { $0.key < $1.key }) {
+            if cluster!.nodes.peers[node] != nil {
+                cluster!.roster!.unheard[node] = nil
+            } else if now - since >= liveness.silenceTimeout {
+                rosterNodeGone(node)
+            }
+        }
+        for (ticket, id) in roster.pending.sorted(by: { $0.key < $1.key }) {
+            guard case .admitting(_, _, _, let since)? = connections[id]?.phase, now - since >= configuration.joinTimeout else { continue }
+            // Its record may still land: it is then found abandoned and a `left` follows it.
+            cluster!.roster!.pending[ticket] = nil
+            refuse(id, .clusterUnavailable, now: now)
+        }
+        expireHeldFrames(now: now)
+    }
+
+    /// The earliest roster deadline: an unheard relay's, a waiting join's, a held frame's.
+    func rosterDeadline() -> ConduitInstant? {
+        guard let roster = cluster?.roster, let liveness = cluster?.liveness else { return nil }
+        var deadline: ConduitInstant?
+        func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
+        for since in roster.unheard.values { consider(since + liveness.silenceTimeout) }
+        for room in rooms.values { if let first = room.heldForRoster.first { consider(first.heldAt + liveness.silenceTimeout) } }
+        return deadline
+    }
+
+    // MARK: Applying records
+
+    private mutating func applyRoster(_ event: RelayRosterLog.Event, in roomID: RoomID, now: ConduitInstant) {
+        var log = cluster!.roster!.logs[roomID] ?? RelayRosterLog()
+        let outcome = log.apply(event)
+        cluster!.roster!.logs[roomID] = log.isEmpty ? nil : log
+        switch outcome {
+        case .unchanged:
+            return
+        case .refused(let node, let ticket):
+            guard node == cluster!.node, let id = cluster!.roster!.pending.removeValue(forKey: ticket) else { return }
+            statistics.cluster.rosterJoinsRefused += 1
+            refuse(id, .alreadyJoined, now: now)
+        case .changed(let updates, let joined, let left):
+            if let joined {
+                if joined.node == cluster!.node {
+                    completeJoin(joined, in: roomID, log: log, updates: updates, now: now)
+                } else {
+                    addRemoteMember(joined, in: roomID, updates: updates, now: now)
+                }
+            } else {
+                removeRosterMembers(left, from: roomID, updates: updates, now: now)
+            }
+        }
+    }
+
+    /// This relay's own join record came back: the member joins with the log's number.
+    private mutating func completeJoin(_ entry: RelayRosterLog.Entry, in roomID: RoomID, log: RelayRosterLog, updates: [PeerListUpdate], now: ConduitInstant) {
+        guard let id = cluster!.roster!.pending.removeValue(forKey: entry.ticket),
+            case .admitting(let request, let grant, _, _)? = connections[id]?.phase
+        else {
+            // The link closed (or its join timed out) meanwhile: it leaves the roster again.
+            appendRoster(.left(room: roomID, node: cluster!.node, ticket: entry.ticket))
+            return
+        }
+        // The limits a relay without a roster checks at admission, checked against the log: a
+        // join refused now leaves the roster again (its peers see it come and go).
+        let refusal: RelayRefusal? =
+            rooms[roomID] == nil && rooms.count >= configuration.maxRooms ? .overLimit
+            : log.members.count > configuration.maxMembersPerRoom ? .roomFull : nil
+        if let refusal {
+            refuse(id, refusal, now: now)
+            appendRoster(.left(room: roomID, node: cluster!.node, ticket: entry.ticket))
+            return
+        }
+        if rooms[roomID] == nil { rooms[roomID] = hostedRoom(roomID, from: log) }
+        // The others hear of it with the log's version; its own snapshot carries that version.
+        sendPeerListUpdates(updates, in: roomID, except: nil)
+        rooms[roomID]!.version = log.version
+        pendingConnections -= 1
+        rooms[roomID]!.members[entry.number] = Member(
+            connection: id, peer: request.peer, dataSessionsSupported: request.dataSessionsSupported, grant: grant, ticket: entry.ticket)
+        welcome(id, member: entry.number, in: request.room, now: now)
+    }
+
+    /// A room this relay starts hosting: every member of other relays the log holds.
+    private func hostedRoom(_ roomID: RoomID, from log: RelayRosterLog) -> Room {
+        var room = Room()
+        for entry in log.members where entry.node != cluster!.node {
+            let key = RemoteMemberKey(node: entry.node, member: entry.number)
+            let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
+            room.members[entry.number] = Member(
+                connection: .clusterMember, peer: entry.peer, dataSessionsSupported: entry.dataSessionsSupported, grant: grant, origin: key)
+            room.remote[key] = entry.number
+        }
+        room.version = log.version
+        return room
+    }
+
+    private mutating func addRemoteMember(_ entry: RelayRosterLog.Entry, in roomID: RoomID, updates: [PeerListUpdate], now: ConduitInstant) {
+        guard rooms[roomID] != nil else { return }
+        let key = RemoteMemberKey(node: entry.node, member: entry.number)
+        let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
+        rooms[roomID]!.members[entry.number] = Member(
+            connection: .clusterMember, peer: entry.peer, dataSessionsSupported: entry.dataSessionsSupported, grant: grant, origin: key)
+        rooms[roomID]!.remote[key] = entry.number
+        sendPeerListUpdates(updates, in: roomID, except: nil)
+        releaseHeldFrames(of: key, in: roomID, now: now)
+        // Its relay may have announced its subscriptions before this record came: asked again.
+        if rooms[roomID]!.awaitingRoster.remove(entry.node) != nil { publishPresence(roomID, wantsReply: true) }
+    }
+
+    private mutating func removeRosterMembers(_ gone: [RelayRosterLog.Entry], from roomID: RoomID, updates: [PeerListUpdate], now: ConduitInstant) {
+        for entry in gone {
+            guard let member = rooms[roomID]?.members[entry.number] else { continue }
+            if member.origin != nil {
+                removeMember(entry.number, from: roomID, now: now)
+            } else if member.ticket == entry.ticket {
+                // Still connected here, yet gone from the roster (the others took this relay for
+                // dead): the member is told, and may join again.
+                disconnect(member.connection, .removedByCluster, "the cluster took this relay for gone", now: now)
+            }
+        }
+        guard rooms[roomID] != nil else { return }
+        sendPeerListUpdates(updates, in: roomID, except: nil)
+    }
+
+    /// Sends each update (one version each) to the room's members here, and keeps the room's
+    /// version with them.
+    private mutating func sendPeerListUpdates(_ updates: [PeerListUpdate], in roomID: RoomID, except excluded: UInt16?) {
+        guard !updates.isEmpty, let room = rooms[roomID] else { return }
+        let receivers = room.members.filter { $0.value.origin == nil && $0.key != excluded }.sorted { $0.key < $1.key }
+        for update in updates {
+            let frame = RoomControlFrame.peers(update).encoded
+            // A departure must not overtake the departed member's last frames on their own channels.
+            let tag = update.left.isEmpty ? FrameTag.neutral : FrameTag(isBarrier: true)
+            for (_, member) in receivers { sendControl(member.connection, frame, tag: tag) }
+            statistics.peerListUpdatesSent += 1
+            rooms[roomID]!.version = update.version
+        }
+    }
+
+    // MARK: Frames ahead of their sender's record
+
+    /// Holds a frame from a member of another relay the roster has not brought yet (bounded: the
+    /// oldest goes when full, counted).
+    mutating func holdForRoster(_ frame: [UInt8], origin: RemoteMemberKey, to target: UInt16, in roomID: RoomID, now: ConduitInstant) {
+        statistics.cluster.heldForRoster += 1
+        rooms[roomID]!.heldForRoster.append(HeldFrame(origin: origin, target: target, frame: frame, heldAt: now))
+        rooms[roomID]!.heldBytes += frame.count
+        while rooms[roomID]!.heldForRoster.count > Self.maxHeldFrames || rooms[roomID]!.heldBytes > Self.maxHeldBytes {
+            dropOldestHeld(in: roomID)
+        }
+    }
+
+    private mutating func dropOldestHeld(in roomID: RoomID) {
+        guard let dropped = rooms[roomID]!.heldForRoster.popFirst() else { return }
+        rooms[roomID]!.heldBytes -= dropped.frame.count
+        statistics.cluster.heldDropped += 1
+    }
+
+    private mutating func releaseHeldFrames(of origin: RemoteMemberKey, in roomID: RoomID, now: ConduitInstant) {
+        guard rooms[roomID]!.heldForRoster.contains(where: { $0.origin == origin }) else { return }
+        let held = rooms[roomID]!.heldForRoster
+        rooms[roomID]!.heldForRoster = held.filter { $0.origin != origin }
+        rooms[roomID]!.heldBytes = rooms[roomID]!.heldForRoster.reduce(0) { $0 + $1.frame.count }
+        for frame in held where frame.origin == origin {
+            guard rooms[roomID] != nil else { return }
+            deliverClusterFrame(frame.frame, origin: origin, to: frame.target, in: roomID, now: now)
+        }
+    }
+
+    /// Frames whose sender's record did not come within `silenceTimeout` are dropped (counted).
+    private mutating func expireHeldFrames(now: ConduitInstant) {
+        guard let timeout = cluster?.liveness.silenceTimeout else { return }
+        for roomID in rooms.keys.sorted() {
+            while let first = rooms[roomID]!.heldForRoster.first, now - first.heldAt >= timeout { dropOldestHeld(in: roomID) }
+        }
+    }
+}
+
+extension RelayMachine {
+    /// An announcement (subgroups, channels, tracks) named a member of `node` not known here:
+    /// counted; with a roster, that relay is asked again once one of its members' records comes.
+    mutating func noteUnknownRemoteMember(of node: RelayNodeID, in roomID: RoomID) {
+        statistics.cluster.unknownSender += 1
+        if usesRoster { rooms[roomID]!.awaitingRoster.insert(node) }
+    }
+}

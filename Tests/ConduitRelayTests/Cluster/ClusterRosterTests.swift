@@ -1,0 +1,191 @@
+import ConduitCore
+import ConduitRooms
+import ConduitRelayCore
+import Testing
+
+/// Relays of one cluster with a roster (RelayMachine+Roster.swift): one order of joins and leaves,
+/// so one versioned peer list, numbers included, on every relay. Sans-IO, the roster's stream
+/// carried in memory (``ClusterHarness``), on virtual time.
+@Suite struct ClusterRosterTests {
+    let main = SessionKey(streamID: 100)
+
+    /// What every relay's room looks like: its members by number.
+    func rooms(_ h: ClusterHarness, _ room: RoomID = "room") -> [[UInt16: PeerID]] {
+        h.relays.map { $0.relay.members(of: room) }
+    }
+
+    /// Each client's view: its peer-list version, and everyone in the room by number (itself
+    /// included, as the relay lists it).
+    func views(_ h: ClusterHarness) -> [String: (version: UInt32, members: [UInt16: PeerID])] {
+        var views: [String: (UInt32, [UInt16: PeerID])] = [:]
+        for relay in h.relays {
+            for (name, client) in relay.clients where !client.closed {
+                var members = client.machine.members.mapValues(\.peer)
+                if let me = client.machine.localMember { members[me] = PeerID(stringLiteral: name) }
+                views[name] = (client.machine.peerListVersion, members)
+            }
+        }
+        return views
+    }
+
+    @Test func membersJoiningAtThreeRelaysGetOneNumberingAndOneVersionEverywhere() {
+        var h = ClusterHarness(relayCount: 3, roster: true)
+        for (index, name) in ["alice", "bob", "carol", "dave", "erin", "frank"].enumerated() { h.join(name, at: index % 3) }
+        h.advance(by: .seconds(1))
+        let lists = rooms(h)
+        #expect(lists[0].count == 6)
+        #expect(lists[1] == lists[0] && lists[2] == lists[0], "\(lists)")
+        // Numbers in the order the roster took the joins.
+        #expect(lists[0].keys.sorted() == [1, 2, 3, 4, 5, 6])
+        #expect(lists[0][1] == "alice" && lists[0][6] == "frank")
+        let views = views(h)
+        #expect(views.count == 6)
+        for (name, view) in views {
+            #expect(view.version == 6, "\(name) at version \(view.version)")
+            #expect(view.members == lists[0], "\(name) sees \(view.members)")
+        }
+        for relay in h.relays {
+            #expect(relay.relay.statistics.cluster.rosterRecordsApplied == 6)
+            for client in relay.clients.values { #expect(client.machine.statistics.peerListGaps == 0) }
+        }
+    }
+
+    @Test func leavesAndALateRelayKeepTheSameVersions() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        h.join("carol", at: 1)
+        h.relays[1].clients["bob"]!.machine.leave()
+        h.relays[1].pump()
+        h.carry()
+        h.advance(by: .seconds(1))
+        // Relay 1 forgot bob at once (his link is gone); the roster's record told everyone after.
+        #expect(rooms(h)[0] == [1: "alice", 3: "carol"])
+        #expect(rooms(h)[1] == rooms(h)[0])
+        #expect(views(h)["alice"]!.version == 4)
+        #expect(views(h)["carol"]!.version == 4)
+        // A relay started now reads the roster from its start: the same room, the same version for
+        // the member who joins there.
+        h.addRelay()
+        h.join("dave", at: 2)
+        h.advance(by: .seconds(1))
+        #expect(rooms(h)[2] == [1: "alice", 3: "carol", 4: "dave"])
+        #expect(rooms(h)[0] == rooms(h)[2] && rooms(h)[1] == rooms(h)[2])
+        for (name, view) in views(h) { #expect(view.version == 5, "\(name) at \(view.version)") }
+    }
+
+    @Test func theSamePeerJoiningAtTwoRelaysAtOnceIsAdmittedOnceTheFirstInTheRosterWins() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("alice", at: 1)
+        // Both joins are verified before either relay reads the roster again; relay 0's record
+        // is appended first (the harness carries relay 0's records first).
+        h.rosterPaused = [0, 1]
+        h.relays[1].join("bob")
+        h.relays[0].join("bob")
+        h.carry()
+        h.rosterPaused = []
+        h.carry()
+        h.advance(by: .seconds(1))
+        #expect(rooms(h)[0] == [1: "alice", 2: "bob"])
+        #expect(rooms(h)[1] == rooms(h)[0])
+        // Relay 0's bob is in; relay 1's is refused, saying why.
+        #expect(h.relays[0].clients["bob"]!.machine.localMember == 2)
+        let refused = h.relays[1].clients["bob"]!.events.contains { if case .disconnected(.refused, _) = $0 { true } else { false } }
+        #expect(refused, "\(h.relays[1].clients["bob"]!.events)")
+        #expect(h.relays[1].relay.statistics.refusals[.alreadyJoined] == 1)
+        #expect(h.relays[1].relay.statistics.cluster.rosterJoinsRefused == 1)
+        #expect(views(h)["alice"]!.version == 2)
+    }
+
+    @Test func framesThatOutrunTheirSendersRecordAreHeldThenDeliveredInOrder() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("bob", at: 1)
+        h.advance(by: .seconds(1))
+        // Relay 1 stops reading the roster: alice's record reaches it after her frames.
+        h.rosterPaused = [1]
+        h.join("alice", at: 0)
+        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
+        h.relays[0].pump()
+        for index in 0..<5 {
+            h.relays[0].send("alice", main, "m\(index)")
+            h.carry()
+        }
+        #expect(h.relays[1].relay.statistics.cluster.heldForRoster > 0)
+        #expect(h.relays[1].messages("bob", main).isEmpty)
+        h.rosterPaused = []
+        h.carry()
+        h.relays[1].acceptAll("bob")
+        h.carry()
+        #expect(h.relays[1].messages("bob", main).map(\.1) == (0..<5).map { "m\($0)" })
+        #expect(h.relays[1].messages("bob", main).allSatisfy { $0.0 == "alice" })
+        #expect(h.relays[1].relay.statistics.cluster.heldDropped == 0)
+        #expect(h.relays[1].relay.statistics.cluster.unknownSender == 0)
+    }
+
+    @Test func framesWhoseSenderNeverComesAreDroppedAndCounted() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("bob", at: 1)
+        h.rosterPaused = [1]
+        h.join("alice", at: 0)
+        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
+        h.relays[0].pump()
+        h.relays[0].send("alice", main, "lost")
+        h.carry()
+        let held = h.relays[1].relay.statistics.cluster.heldForRoster
+        #expect(held > 0)
+        h.advance(by: .seconds(5))
+        #expect(h.relays[1].relay.statistics.cluster.heldDropped == held)
+    }
+
+    @Test func aSilentRelaysMembersLeaveEverywhereInOneVersion() {
+        var h = ClusterHarness(relayCount: 3, roster: true)
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        h.join("carol", at: 2)
+        h.join("dave", at: 2)
+        h.advance(by: .seconds(1))
+        h.deadRelays = [2]
+        h.advance(by: .seconds(5))
+        #expect(rooms(h)[0] == [1: "alice", 2: "bob"])
+        #expect(rooms(h)[1] == rooms(h)[0])
+        // carol and dave left in one record: one version.
+        #expect(views(h)["alice"]!.version == 5)
+        #expect(views(h)["bob"]!.version == 5)
+        // Both survivors took relay 2 for gone; the second record changed nothing.
+        #expect(h.relays[0].relay.statistics.cluster.rosterRecordsApplied == h.relays[1].relay.statistics.cluster.rosterRecordsApplied)
+    }
+
+    @Test func aJoinTheRosterNeverTakesIsRefusedAndLeavesIfItsRecordLandsLater() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.rosterPaused = [0, 1]
+        h.join("alice", at: 0)
+        h.advance(by: .seconds(16))
+        let refused = h.relays[0].clients["alice"]!.events.contains { if case .disconnected(.refused, _) = $0 { true } else { false } }
+        #expect(refused, "\(h.relays[0].clients["alice"]!.events)")
+        #expect(h.relays[0].relay.statistics.refusals[.clusterUnavailable] == 1)
+        h.rosterPaused = []
+        h.carry()
+        // Her record landed after all: relay 0 appended her leave, and nobody is in the room.
+        #expect(h.roster.count == 2)
+        #expect(rooms(h)[0].isEmpty && rooms(h)[1].isEmpty)
+    }
+
+    @Test func rosterRecordsRoundTripAndRefuseWhatIsMalformed() throws {
+        let records: [RelayRosterRecord] = [
+            .joined(room: "room", node: RelayNodeID(7), ticket: 9, peer: "alice", dataSessionsSupported: true),
+            .joined(room: "r", node: RelayNodeID(.max), ticket: .max, peer: "b", dataSessionsSupported: false),
+            .left(room: "room", node: RelayNodeID(7), ticket: 9),
+            .nodeGone(RelayNodeID(7)),
+        ]
+        for record in records { #expect(try RelayRosterRecord.parse(record.encoded) == record) }
+        let joined = records[0].encoded
+        for length in 0..<joined.count { #expect(throws: WireError.self) { try RelayRosterRecord.parse(Array(joined.prefix(length))) } }
+        #expect(throws: WireError.self) { try RelayRosterRecord.parse(joined + [0]) }
+        var badKind = joined
+        badKind[1] = 9
+        #expect(throws: WireError.self) { try RelayRosterRecord.parse(badKind) }
+        var nodeZero = records[3].encoded
+        for index in 2..<10 { nodeZero[index] = 0 }
+        #expect(throws: WireError.self) { try RelayRosterRecord.parse(nodeZero) }
+    }
+}
