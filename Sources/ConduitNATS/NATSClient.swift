@@ -26,6 +26,8 @@ public struct NATSMessage: Sendable, Equatable {
     public let subject: String
     /// Its bytes.
     public let payload: [UInt8]
+    /// Its sequence in its JetStream stream (nil for a message of NATS core).
+    public var streamSequence: UInt64? = nil
 }
 
 /// A libnats object pointer handed to a thread of our own. libnats' connections are thread-safe
@@ -159,6 +161,17 @@ public final class NATSClient: Sendable {
         return try result.get()
     }
 
+    /// Runs `body` with the connection (nil once closed), under the lock that `close()` takes:
+    /// the connection cannot be freed meanwhile. A subscription `body` returns is cancelled by
+    /// `close()` with the client's own.
+    func withConnection<Result>(_ body: (NATSHandle?) -> (Result, NATSSubscription?)) -> Result {
+        state.withLock { state in
+            let (result, subscription) = body(state.connection)
+            if let subscription { state.subscriptions.append(subscription) }
+            return result
+        }
+    }
+
     /// Unsubscribes everything, closes the connection and frees it. Idempotent.
     public func close() async {
         let (connection, subscriptions) = state.withLock { state in
@@ -205,6 +218,12 @@ final class NATSSubscriptionContext: Sendable {
 
     var dropped: Int { state.withLock { $0.dropped } }
 
+    /// A message without what the subscription needs (a stream message without its metadata):
+    /// counted as dropped.
+    func noteUnreadable() {
+        state.withLock { $0.dropped += 1 }
+    }
+
     func finish() {
         let continuation = state.withLock { state in
             defer { state.continuation = nil }
@@ -216,7 +235,7 @@ final class NATSSubscriptionContext: Sendable {
 
 /// Called on the client's delivery thread: copies the message out, frees it, hands the copy on.
 /// Captures nothing (a C function pointer); its context comes through `closure`.
-private let natsDeliver: natsMsgHandler = { _, _, message, closure in
+let natsDeliver: natsMsgHandler = { _, _, message, closure in
     defer { natsMsg_Destroy(message) }
     guard let message, let closure else { return }
     let context = Unmanaged<NATSSubscriptionContext>.fromOpaque(closure).takeUnretainedValue()
@@ -229,7 +248,7 @@ private let natsDeliver: natsMsgHandler = { _, _, message, closure in
 }
 
 /// Called once the subscription closed and its last delivery returned: drops the client's reference.
-private let natsCompleted: natsOnCompleteCB = { closure in
+let natsCompleted: natsOnCompleteCB = { closure in
     guard let closure else { return }
     Unmanaged<NATSSubscriptionContext>.fromOpaque(closure).release()
 }

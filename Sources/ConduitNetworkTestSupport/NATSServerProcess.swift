@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import NIOCore
 import NIOPosix
 
@@ -15,11 +15,15 @@ public final class NATSServerProcess: Sendable {
     public let port: Int
     /// `nats://127.0.0.1:PORT`.
     public var url: String { "nats://127.0.0.1:\(port)" }
+    /// Where JetStream keeps its streams, when the server has JetStream: kept across a restart
+    /// (``restarted(limit:)``), removed by ``removeStorage()``.
+    public let storage: URL?
     private let process: Process
 
-    private init(process: Process, port: Int) {
+    private init(process: Process, port: Int, storage: URL?) {
         self.process = process
         self.port = port
+        self.storage = storage
     }
 
     /// The `nats-server` binary: on the PATH, or where Debian's package puts it; nil when absent
@@ -38,7 +42,8 @@ public final class NATSServerProcess: Sendable {
     /// ports file: a port picked here and released first could be bound by a test running beside
     /// this one (in a full parallel run, connects failed with an I/O error that way). `port`: the
     /// port of a server stopped before, to start it again where its clients reconnect.
-    public static func start(port: Int? = nil, limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
+    /// `jetStream`: with JetStream, its streams kept in `storage` (a new temporary directory if nil).
+    public static func start(port: Int? = nil, jetStream: Bool = false, storage: URL? = nil, limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
         guard let executable else { throw Failure(description: "nats-server is not installed (Debian: apt-get install nats-server)") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-nats-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -46,6 +51,8 @@ public final class NATSServerProcess: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["-a", "127.0.0.1", "-p", port.map(String.init) ?? "-1", "--ports_file_dir", directory.path]
+        let storage = jetStream ? storage ?? FileManager.default.temporaryDirectory.appendingPathComponent("conduit-jetstream-\(UUID().uuidString)") : nil
+        if let storage { process.arguments! += ["-js", "-sd", storage.path] }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -59,7 +66,7 @@ public final class NATSServerProcess: Sendable {
                 let port = Int(contents[range.upperBound...].prefix(while: \.isNumber)),
                 await accepts(port: port)
             {
-                return NATSServerProcess(process: process, port: port)
+                return NATSServerProcess(process: process, port: port, storage: storage)
             }
             try? await Task.sleep(for: .milliseconds(20))
         }
@@ -92,7 +99,12 @@ public final class NATSServerProcess: Sendable {
 
     /// A new server on this one's port (stopped before), once it accepts connections.
     public func restarted(limit: Duration = .seconds(10)) async throws -> NATSServerProcess {
-        try await Self.start(port: port, limit: limit)
+        try await Self.start(port: port, jetStream: storage != nil, storage: storage, limit: limit)
+    }
+
+    /// Removes JetStream's storage (stop the server, and any restart of it, first).
+    public func removeStorage() {
+        if let storage { try? FileManager.default.removeItem(at: storage) }
     }
 
     /// Whether the server still runs.

@@ -65,6 +65,9 @@ public actor RelayServer {
     /// The bus to the other relays (NATS, once ``joinCluster(_:liveness:)`` ran) or to the other
     /// shards of this process (RelayServer+Cluster.swift, RelayShardGroup.swift).
     var cluster: (any RelayClusterBus)?
+    /// Why the NATS cluster has no roster, and the roster's retried appends (RelayServer+Cluster.swift).
+    var rosterUnavailable: String?
+    var rosterRetries: (@Sendable () -> Int)?
     /// The token IDs every shard of this process has admitted, when it is one of a
     /// ``RelayShardGroup``'s shards: a replay is refused at once on every shard.
     let sharedTokens: RelaySharedTokenLedger?

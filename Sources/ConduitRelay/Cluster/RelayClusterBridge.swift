@@ -13,6 +13,10 @@ struct RelayClusterBridge: RelayClusterBus {
     #if NATS
     private let client: NATSClient
     private let subscription: NATSSubscription
+    /// The roster, when the server has JetStream (nil: per-relay numbering, as without one).
+    private let roster: RelayRosterChannel?
+    /// Why there is no roster, when there is none.
+    let rosterUnavailable: String?
 
     /// Connects to the NATS server at `url` (`nats://HOST:PORT`) and subscribes to every room's
     /// subject; returns once the server registered the subscription.
@@ -24,7 +28,13 @@ struct RelayClusterBridge: RelayClusterBus {
                 // thread: messages arrive in the order the server sent them).
                 let subscription = try client.subscribe(to: "conduit.relay.>")
                 try await client.flush()
-                return RelayClusterBridge(client: client, subscription: subscription)
+                do {
+                    let roster = try await RelayRosterChannel.open(client: client, node: node)
+                    return RelayClusterBridge(client: client, subscription: subscription, roster: roster, rosterUnavailable: nil)
+                } catch {
+                    // A server without JetStream: a cluster still, each relay numbering its own.
+                    return RelayClusterBridge(client: client, subscription: subscription, roster: nil, rosterUnavailable: "\(error)")
+                }
             } catch {
                 await client.close()
                 throw error
@@ -51,13 +61,33 @@ struct RelayClusterBridge: RelayClusterBus {
         return refused
     }
 
+    var hasRoster: Bool { roster != nil }
+
+    func publishRoster(_ records: [RelayRosterRecord]) { roster?.publish(records) }
+
+    /// Roster appends that failed and were tried again.
+    var rosterPublishRetries: Int { roster?.publishRetries ?? 0 }
+
     /// The other relays' messages (and this relay's own, which are ignored), in order, one per
-    /// batch (the C client hands them over one at a time).
+    /// batch (the C client hands them over one at a time); and the roster's records, in the
+    /// stream's order.
     func deliveries() -> AsyncStream<[RelayClusterInbound]> {
         let source = subscription.messages
+        let records = roster?.subscription.messages
         return AsyncStream { continuation in
             let pump = Task {
-                for await message in source { continuation.yield([.encoded(subject: message.subject, payload: message.payload)]) }
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await message in source { continuation.yield([.encoded(subject: message.subject, payload: message.payload)]) }
+                    }
+                    if let records {
+                        group.addTask {
+                            for await record in records {
+                                continuation.yield([.roster(payload: record.payload, sequence: record.streamSequence ?? 0)])
+                            }
+                        }
+                    }
+                }
                 continuation.finish()
             }
             continuation.onTermination = { _ in pump.cancel() }
@@ -65,11 +95,12 @@ struct RelayClusterBridge: RelayClusterBus {
     }
 
     /// Messages dropped on arrival because the relay did not read them fast enough (the machine
-    /// also finds them as gaps).
-    var dropped: Int { subscription.dropped }
+    /// also finds them as gaps; a roster record dropped so shows as one out of order).
+    var dropped: Int { subscription.dropped + (roster?.subscription.dropped ?? 0) }
 
     /// Lets what was published reach the server (bounded), then closes the connection.
     func close() async {
+        await roster?.close()
         try? await client.flush(timeout: .seconds(1))
         await client.close()
     }
@@ -81,6 +112,8 @@ struct RelayClusterBridge: RelayClusterBus {
     func publish(_ posts: [RelayClusterPost]) -> Int { posts.count }
     func deliveries() -> AsyncStream<[RelayClusterInbound]> { AsyncStream { $0.finish() } }
     var dropped: Int { 0 }
+    var rosterUnavailable: String? { "no NATS support in this build" }
+    var rosterPublishRetries: Int { 0 }
     func close() async {}
     #endif
 }

@@ -17,6 +17,8 @@ enum RelayClusterInbound: Sendable {
     /// shards, so nothing is encoded or parsed (that cost each frame crossing shards more than
     /// the fan-out it was crossing for).
     case posted(RelayClusterPost)
+    /// A record of the roster, with its sequence in the roster's stream.
+    case roster(payload: [UInt8], sequence: UInt64)
 }
 
 /// What carries a relay's `RelayClusterMessage`s and token uses to the other members of its
@@ -50,9 +52,20 @@ protocol RelayClusterBus: Sendable {
 
     /// Lets what was published go out (bounded), then stops delivering.
     func close() async
+
+    /// Whether the bus carries a roster (one ordered log of joins and leaves, read back by every
+    /// member in order: RelayMachine+Roster.swift).
+    var hasRoster: Bool { get }
+
+    /// Appends `records` to the roster, in order (retrying each until stored, or the bus closes).
+    func publishRoster(_ records: [RelayRosterRecord])
 }
 
 extension RelayClusterBus {
+    /// No roster: each member numbers its rooms and versions its peer lists itself.
+    var hasRoster: Bool { false }
+    func publishRoster(_ records: [RelayRosterRecord]) {}
+
     /// NATS buffers and drops (counted) on its own: nothing to wait for.
     func waitForRoom() async -> Bool { false }
     var hasRoom: Bool { true }

@@ -27,13 +27,26 @@ extension RelayServer {
             throw ConduitError(.connectionClosed, "the relay shut down (or joined a cluster) meanwhile")
         }
         join(bridge, as: node, liveness: liveness)
+        rosterUnavailable = machine.usesRoster ? nil : bridge.rosterUnavailable ?? "rooms existed before the relay joined the cluster"
+        rosterRetries = { bridge.rosterPublishRetries }
     }
+
+    /// Whether membership comes from the cluster's roster (a NATS server with JetStream): member
+    /// numbers and peer-list versions are then the same on every relay. Without it (a server
+    /// without JetStream), each relay numbers and versions its own (see `clusterRosterUnavailable`).
+    public var usesClusterRoster: Bool { machine.usesRoster }
+
+    /// Why the relay's cluster has no roster, once it joined one without.
+    public var clusterRosterUnavailable: String? { rosterUnavailable }
+
+    /// Roster records whose append failed (JetStream unreachable) and was tried again.
+    public var clusterRosterRetries: Int { rosterRetries?() ?? 0 }
 
     /// Makes this relay node `node` of the cluster `bus` reaches (NATS, or the in-process bus of
     /// a ``RelayShardGroup``'s shards). The relay must not be in a cluster yet.
     func join(_ bus: any RelayClusterBus, as node: RelayNodeID, liveness: RelayClusterLiveness) {
         cluster = bus
-        machine.joinCluster(as: node, liveness: liveness, now: now())
+        machine.joinCluster(as: node, liveness: liveness, roster: bus.hasRoster, now: now())
         runActions()
         let deliveries = bus.deliveries()
         tasks.append(Task { [weak self] in
@@ -69,6 +82,8 @@ extension RelayServer {
                 machine.handleClusterNode(message, now: current)
             case .posted(.tokenUse(let use)):
                 ingestTokenUse(use)
+            case .roster(let payload, let sequence):
+                machine.handleRoster(payload, sequence: sequence, now: current)
             }
         }
         runActions()
@@ -81,6 +96,9 @@ extension RelayServer {
         var posts: [RelayClusterPost] = []
         while let message = machine.pollClusterMessage() { posts.append(.room(message)) }
         while let message = machine.pollClusterNodeMessage() { posts.append(.node(message)) }
+        var records: [RelayRosterRecord] = []
+        while let record = machine.pollRosterRecord() { records.append(record) }
+        if !records.isEmpty { cluster.publishRoster(records) }
         guard !posts.isEmpty else { return }
         clusterPublishFailures += cluster.publish(posts)
     }
