@@ -113,7 +113,8 @@ struct RelayCommand: AsyncParsableCommand {
             let liveness = RelayClusterLiveness(
                 heartbeatInterval: .milliseconds(Int64(clusterHeartbeat * 1_000)), silenceTimeout: .milliseconds(Int64(clusterTimeout * 1_000)))
             try await server.joinCluster(cluster, liveness: liveness)
-            ReportOutput.printNow("relay joined the cluster at \(cluster)")
+            let noRoster = await server.clusterRosterUnavailable
+            ReportOutput.printNow("relay joined the cluster at \(cluster) (\(noRoster.map { "no roster: \($0); member numbers and peer-list versions are this relay's own" } ?? "roster: one numbering and one peer-list version on every relay"))")
             logger.info("joined cluster", metadata: ["url": "\(cluster)"])
         }
         for url in urls {

@@ -118,6 +118,15 @@ public actor RelayShardGroup {
         clustered = true
     }
 
+    /// Why the shards' cluster has no roster (nil: every shard uses it, so member numbers and
+    /// peer-list versions are the same on every relay; see `RelayServer.usesClusterRoster`).
+    public var clusterRosterUnavailable: String? {
+        get async {
+            for shard in shards where !(await shard.usesClusterRoster) { return await shard.clusterRosterUnavailable ?? "not in a cluster" }
+            return nil
+        }
+    }
+
     /// The shards of a group of more than one, each a node of one in-process cluster.
     private func joinInProcessBusIfNeeded() async {
         guard shards.count > 1, !clustered, bus == nil else { return }

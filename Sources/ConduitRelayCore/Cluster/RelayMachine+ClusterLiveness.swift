@@ -50,6 +50,10 @@ extension RelayMachine {
                 applyPressure(false, of: node, in: roomID)
                 applyTracks(published: [], subscribed: [], of: node, in: roomID)
                 applyPresence([], of: node, in: roomID, now: now)
+                // With a roster: a relay whose members the roster still lists here announced the
+                // room every heartbeat; silent, it is gone (noticed here without waiting for the
+                // node stream's next check).
+                if cluster.roster?.logs[roomID]?.members.contains(where: { $0.node == node }) == true { rosterNodeGone(node) }
             }
         }
     }

@@ -65,9 +65,10 @@ struct ClusterFailureTests {
     }
 
     @Test("a relay process killed: its member is reported left on the other relay within the presence timeout, and rejoins at a relay started later that serves the existing room",
-          .enabled(if: BenchRoomTests.conduit != nil, "needs the conduit executable beside the test bundle (swift build --build-tests builds it)"))
-    func aKilledRelaysMembersLeaveAndRejoinElsewhere() async throws {
-        let nats = try await NATSServerProcess.start()
+          .enabled(if: BenchRoomTests.conduit != nil, "needs the conduit executable beside the test bundle (swift build --build-tests builds it)"),
+          arguments: [false, true])
+    func aKilledRelaysMembersLeaveAndRejoinElsewhere(jetStream: Bool) async throws {
+        let nats = try await NATSServerProcess.start(jetStream: jetStream)
         let file = try Self.secretFile()
         defer { try? FileManager.default.removeItem(atPath: file) }
         let runtime = Self.runtime()
@@ -99,6 +100,11 @@ struct ClusterFailureTests {
             try await RelayUDPTests.exchange(members: members, perPeer: 50)
             #expect(Set(await relay.members(of: "failing").values) == ["alice", "bob"])
             #expect(await relay.statistics.cluster.messagesLost == 0)
+            // With a roster, both relays number the room alike: bob's old number is not reused.
+            if jetStream {
+                #expect(await relay.members(of: "failing") == [1: "alice", 3: "bob"])
+                #expect(await survivor.members(of: "failing") == [1: "alice", 3: "bob"])
+            }
         } catch {
             Issue.record(error)
         }
@@ -114,11 +120,13 @@ struct ClusterFailureTests {
         await survivor.shutdown()
         await later?.shutdown()
         await nats.stop()
+        nats.removeStorage()
     }
 
-    @Test("nats-server crashed and started again: members on one relay keep talking meanwhile, cross-relay traffic resumes by itself, peer lists converge")
-    func natsRestartIsSurvived() async throws {
-        var nats = try await NATSServerProcess.start()
+    @Test("nats-server crashed and started again: members on one relay keep talking meanwhile, cross-relay traffic resumes by itself, peer lists converge (with a roster: a join after the restart gets the next number and version everywhere)",
+          arguments: [false, true])
+    func natsRestartIsSurvived(jetStream: Bool) async throws {
+        var nats = try await NATSServerProcess.start(jetStream: jetStream)
         let runtime = Self.runtime()
         // The outage (well under a second) is shorter than the 5 s presence timeout: nobody is reported left.
         let liveness = RelayClusterLiveness(heartbeatInterval: .milliseconds(250), silenceTimeout: .seconds(5))
@@ -150,6 +158,13 @@ struct ClusterFailureTests {
                 let left = log.all.contains { if case .peersChanged(_, let left, _) = $0 { !left.isEmpty } else { false } }
                 #expect(!left, "\(peer) saw someone leave during a short outage")
             }
+            if jetStream {
+                // The roster's stream outlived the restart (file storage): a join now is the fourth.
+                members.append(try await Self.join(runtime, "dave", room: "restart", port: secondPort))
+                for (peer, _, log) in members.prefix(3) { try await ClusterRosterUDPTests.waitForVersion(4, log, of: peer) }
+                #expect(await first.members(of: "restart") == [1: "alice", 2: "bob", 3: "carol", 4: "dave"])
+                #expect(await second.members(of: "restart") == [1: "alice", 2: "bob", 3: "carol", 4: "dave"])
+            }
         } catch {
             Issue.record(error)
         }
@@ -160,6 +175,7 @@ struct ClusterFailureTests {
         await first.shutdown()
         await second.shutdown()
         await nats.stop()
+        nats.removeStorage()
     }
 }
 #endif

@@ -9,7 +9,8 @@ import Testing
 
 /// Issue 16's cluster target at full size (behind CONDUIT_SOAK=1, like the other full-size runs):
 /// 3 relays + NATS, 1 sender, 9 receivers (3 per relay), 3,000 reliable messages over UDP, the
-/// third relay (a `conduit relay` process) killed mid-run.
+/// third relay (a `conduit relay` process) killed mid-run. The NATS server has JetStream, so the
+/// relays share a roster: one numbering and one peer-list version on every relay.
 @Suite("Clustered relays at full size", .enabled(if: ProcessInfo.processInfo.environment["CONDUIT_SOAK"] == "1", "set CONDUIT_SOAK=1"),
        .enabled(if: NATSServerProcess.isInstalled && BenchRoomTests.conduit != nil, "needs nats-server and the conduit executable"),
        .timeLimit(.minutes(5)))
@@ -17,7 +18,7 @@ struct ClusterSoakTests {
     @Test("3 relays, 1 sender, 9 receivers, 3,000 reliable messages, one relay killed mid-run: its members reported left elsewhere within 5 s, the others lose nothing")
     func threeRelaysOneKilledMidRun() async throws {
         let messages = 3_000
-        let nats = try await NATSServerProcess.start()
+        let nats = try await NATSServerProcess.start(jetStream: true)
         let file = try ClusterFailureTests.secretFile()
         defer { try? FileManager.default.removeItem(atPath: file) }
         let runtime = ClusterFailureTests.runtime()
@@ -44,6 +45,9 @@ struct ClusterSoakTests {
         do {
             for (peer, _, log) in members { try await log.waitUntilKnown(everyone.subtracting([peer]), by: peer, limit: .seconds(30)) }
             for relay in relays { #expect(Set(await relay.members(of: "soak").values) == everyone, "one peer list on every relay") }
+            let numbered = await relays.asyncMap { await $0.members(of: "soak") }
+            #expect(numbered[1] == numbered[0], "one numbering on every relay: \(numbered)")
+            for relay in relays { #expect(await relay.usesClusterRoster) }
 
             let sender = members[0].1
             let outbound = try await sender.makeOutboundDataSession(streamID: 100, type: .reliableMessage)
@@ -81,6 +85,11 @@ struct ClusterSoakTests {
                 #expect(after != nil && after! <= .seconds(5), "\(peer) heard the killed relay's members leave after \(after.map { "\($0)" } ?? "never")")
                 print("cluster soak: \(peer) heard the killed relay's 3 members leave after \(after.map { "\($0)" } ?? "never")")
             }
+            // The three left in one record: every survivor is at the same version (10 joins, 1 leave).
+            for (peer, _, log) in survivors {
+                let version = ClusterRosterUDPTests.lastVersion(log)
+                #expect(version == 11, "\(peer) at peer-list version \(version.map(String.init) ?? "none")")
+            }
             for (index, receiver) in receivers.enumerated() where index < 6 {
                 let indices = try await within("r\(index) receives \(messages) messages", limit: .seconds(120)) { await receiver.value }
                 #expect(indices == Array(0..<messages), "r\(index): \(indices.count) messages, in order: \(indices == indices.sorted())")
@@ -103,6 +112,7 @@ struct ClusterSoakTests {
         }
         for relay in relays { await relay.shutdown() }
         await nats.stop()
+        nats.removeStorage()
     }
 }
 #endif
