@@ -2,7 +2,7 @@
 public enum FuzzTargets {
     /// The targets this build has (`dcep` needs the `SCTP` trait, `zlib-inflate` the `Zlib` trait).
     public static let all: [FuzzTarget] = {
-        var targets = [coreFrame, relayEnvelope, roomControl, trackFrame, channelFrame, invitation, arqPacket, udpDatagram, relayToken, relayCluster, arqEngine, callMachine, conferenceMachine, relayMachine, udpListener]
+        var targets = [coreFrame, relayEnvelope, roomControl, trackFrame, channelFrame, invitation, arqPacket, udpDatagram, relayToken, relayCluster, relayRoster, arqEngine, callMachine, conferenceMachine, relayMachine, udpListener]
         #if SCTP
         targets.append(dcep)
         #endif

@@ -28,6 +28,7 @@ public enum SeedCorpus {
         case "udp-datagram": udpDatagrams()
         case "relay-token": relayTokens()
         case "relay-cluster": relayCluster()
+        case "relay-roster": rosterPrograms()
         case "dcep": dcep()
         case "zlib-inflate": zlibStreams()
         case "arq-engine": arqPrograms()

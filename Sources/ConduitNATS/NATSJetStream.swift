@@ -81,28 +81,33 @@ public final class NATSJetStream: Sendable {
         return sequence
     }
 
-    /// Reads `subject`'s stream from its first message on, in the stream's order, through an
-    /// ordered consumer (the client recreates it past the last message taken after a reconnect,
-    /// so nothing is skipped or repeated). Each message carries its stream sequence. At most
-    /// `bufferLimit` wait unread; those beyond are dropped and counted (`NATSSubscription.dropped`).
-    public func subscribeOrdered(to subject: String, bufferLimit: Int = 65_536) throws(NATSError) -> NATSSubscription {
+    /// Reads `subject`'s stream in the stream's order, from its first message or from
+    /// `startSequence`, through an ordered consumer (the client recreates it past the last message
+    /// taken after a reconnect, so nothing is skipped or repeated). Each message carries its
+    /// stream sequence. At most `bufferLimit` wait unread; those beyond are dropped and counted
+    /// (`NATSSubscription.dropped`). Waits for the server to make the consumer, on a thread of its own.
+    public func subscribeOrdered(to subject: String, from startSequence: UInt64? = nil, bufferLimit: Int = 65_536) async throws(NATSError) -> NATSSubscription {
         let messageContext = NATSSubscriptionContext(bufferLimit: bufferLimit)
-        let result: Result<NATSSubscription, NATSError> = state.withLock { state in
-            guard let context = state.context else { return .failure(NATSError(NATS_CONNECTION_CLOSED, during: "js_Subscribe(\(subject))")) }
+        let closure = UnsafeSendable(Unmanaged.passRetained(messageContext).toOpaque())
+        let (status, handle) = await onThread { context -> (natsStatus, NATSHandle?) in
             var options = jsSubOptions()
             jsSubOptions_Init(&options)
             options.Ordered = true
-            let closure = Unmanaged.passRetained(messageContext).toOpaque()
-            var subscription: OpaquePointer?
-            let status = js_Subscribe(&subscription, context.pointer, subject, natsDeliverFromStream, closure, nil, &options, nil)
-            guard status == NATS_OK, let subscription else {
-                Unmanaged<NATSSubscriptionContext>.fromOpaque(closure).release()
-                return .failure(NATSError(status, during: "js_Subscribe(\(subject))"))
+            if let startSequence {
+                options.Config.DeliverPolicy = js_DeliverByStartSequence
+                options.Config.OptStartSeq = startSequence
             }
-            _ = natsSubscription_SetOnCompleteCB(subscription, natsCompleted, closure)
-            return .success(NATSSubscription(subscription: NATSHandle(pointer: subscription), context: messageContext, subject: subject))
+            var subscription: OpaquePointer?
+            let status = js_Subscribe(&subscription, context.pointer, subject, natsDeliverFromStream, closure.value, nil, &options, nil)
+            guard status == NATS_OK, let subscription else { return (status == NATS_OK ? NATS_ERR : status, nil) }
+            _ = natsSubscription_SetOnCompleteCB(subscription, natsCompleted, closure.value)
+            return (NATS_OK, NATSHandle(pointer: subscription))
+        } ?? (NATS_CONNECTION_CLOSED, nil)
+        guard let handle else {
+            Unmanaged<NATSSubscriptionContext>.fromOpaque(closure.value).release()
+            throw NATSError(status, during: "js_Subscribe(\(subject))")
         }
-        let subscription = try result.get()
+        let subscription = NATSSubscription(subscription: handle, context: messageContext, subject: subject)
         // Cancelled with the client's own subscriptions, before its connection goes.
         client.withConnection { _ in ((), subscription) }
         return subscription
@@ -134,6 +139,12 @@ public final class NATSJetStream: Sendable {
             }
         }
     }
+}
+
+/// A C pointer handed to a thread of our own (the subscription's context, retained for the client).
+struct UnsafeSendable: @unchecked Sendable {
+    let value: UnsafeMutableRawPointer
+    init(_ value: UnsafeMutableRawPointer) { self.value = value }
 }
 
 /// Called on the client's delivery thread for a stream's message: copies it out with its stream

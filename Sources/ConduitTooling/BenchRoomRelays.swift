@@ -1,18 +1,23 @@
 import Conduit
 import ConduitCore
+import Foundation
 
 /// The processes a room bench runs: one `conduit relay`, or several in a cluster with the
-/// `nats-server` they share (a server of the bench's own on a port it picks, 127.0.0.1 only).
-/// Every process is killed when the value is dropped or `stop()` is called.
+/// `nats-server` they share (a server of the bench's own on a port it picks, 127.0.0.1 only, with
+/// JetStream in a temporary directory, so the relays share a roster as a cluster would).
+/// Every process is killed, and that directory removed, when the value is dropped or `stop()` is called.
 final class BenchRoomRelays {
     private(set) var relays: [ChildProcess] = []
     private(set) var urls: [String] = []
     private var nats: ChildProcess?
+    private var jetStreamStorage: URL?
 
     init(options: BenchRoom.Options, until deadline: ContinuousClock.Instant) async throws(ConduitError) {
         var cluster: [String] = []
         if options.relays > 1 {
-            let server = try ChildProcess(path: options.natsServer, arguments: ["-a", "127.0.0.1", "-p", "-1"])
+            let storage = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-jetstream-\(UUID().uuidString)")
+            jetStreamStorage = storage
+            let server = try ChildProcess(path: options.natsServer, arguments: ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", storage.path])
             nats = server
             let marker = "Listening for client connections on "
             guard let address = await server.waitForLine(until: min(deadline, .now + .seconds(20)), { line in
@@ -56,6 +61,8 @@ final class BenchRoomRelays {
     func stop() {
         for relay in relays { relay.kill() }
         nats?.kill()
+        if let jetStreamStorage { try? FileManager.default.removeItem(at: jetStreamStorage) }
+        jetStreamStorage = nil
     }
 
     deinit { stop() }

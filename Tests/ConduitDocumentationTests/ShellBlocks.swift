@@ -65,7 +65,7 @@ enum ShellBlocks {
         ShellBlock(
             name: "three relays clustered through NATS on one machine",
             text: #"""
-            nats-server -a 127.0.0.1 -p 4222 &
+            nats-server -a 127.0.0.1 -p 4222 -js -sd /tmp/conduit-jetstream &   # JetStream: one roster
             head -c 32 /dev/urandom > /tmp/secret
             for port in 7001 7002 7003; do
               conduit relay udp://127.0.0.1:$port --secret-file /tmp/secret --cluster nats://127.0.0.1:4222 &

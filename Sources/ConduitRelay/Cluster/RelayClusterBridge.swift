@@ -65,6 +65,8 @@ struct RelayClusterBridge: RelayClusterBus {
 
     func publishRoster(_ records: [RelayRosterRecord]) { roster?.publish(records) }
 
+    func resumeRoster(from sequence: UInt64) { roster?.resume(from: sequence) }
+
     /// Roster appends that failed and were tried again.
     var rosterPublishRetries: Int { roster?.publishRetries ?? 0 }
 
@@ -73,7 +75,7 @@ struct RelayClusterBridge: RelayClusterBus {
     /// stream's order.
     func deliveries() -> AsyncStream<[RelayClusterInbound]> {
         let source = subscription.messages
-        let records = roster?.subscription.messages
+        let records = roster?.records
         return AsyncStream { continuation in
             let pump = Task {
                 await withTaskGroup(of: Void.self) { group in
@@ -96,7 +98,7 @@ struct RelayClusterBridge: RelayClusterBus {
 
     /// Messages dropped on arrival because the relay did not read them fast enough (the machine
     /// also finds them as gaps; a roster record dropped so shows as one out of order).
-    var dropped: Int { subscription.dropped + (roster?.subscription.dropped ?? 0) }
+    var dropped: Int { subscription.dropped + (roster?.dropped ?? 0) }
 
     /// Lets what was published reach the server (bounded), then closes the connection.
     func close() async {

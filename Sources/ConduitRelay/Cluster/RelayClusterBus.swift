@@ -59,12 +59,16 @@ protocol RelayClusterBus: Sendable {
 
     /// Appends `records` to the roster, in order (retrying each until stored, or the bus closes).
     func publishRoster(_ records: [RelayRosterRecord])
+
+    /// Reads the roster again from `sequence` on (a record did not reach this member).
+    func resumeRoster(from sequence: UInt64)
 }
 
 extension RelayClusterBus {
     /// No roster: each member numbers its rooms and versions its peer lists itself.
     var hasRoster: Bool { false }
     func publishRoster(_ records: [RelayRosterRecord]) {}
+    func resumeRoster(from sequence: UInt64) {}
 
     /// NATS buffers and drops (counted) on its own: nothing to wait for.
     func waitForRoom() async -> Bool { false }

@@ -11,20 +11,31 @@ import ConduitRelayCore
 /// Records are appended one at a time, in order, each retried (every 250 ms) until the stream
 /// stored it: a record is never dropped, and a retry of a stored one is dropped by the stream
 /// (its message ID). While JetStream is unreachable, joins here wait and are refused
-/// `clusterUnavailable` after the join timeout.
+/// `clusterUnavailable` after the join timeout. Reading is bounded (65,536 records waiting); a
+/// record dropped for that shows the machine a gap, and the stream is read again from it
+/// (``resume(from:)``).
 final class RelayRosterChannel: Sendable {
     private let jetStream: NATSJetStream
-    let subscription: NATSSubscription
+    /// The records read, in the stream's order, from whichever consumer is current.
+    let records: AsyncStream<NATSMessage>
+    private let incoming: AsyncStream<NATSMessage>.Continuation
+    private let reader: TSanVisibleMutex<Reader>
     private let pending: AsyncStream<[RelayRosterRecord]>.Continuation
     private let publisher: Task<Void, Never>
-    private let retries = Counter()
+    private let counts = Counts()
+
+    private struct Reader {
+        var subscription: NATSSubscription?
+        var forward: Task<Void, Never>?
+        var closed = false
+    }
 
     /// Finds or makes the stream and starts reading it; fails if the server has no JetStream.
     static func open(client: NATSClient, node: RelayNodeID) async throws(NATSError) -> RelayRosterChannel {
         let jetStream = try NATSJetStream(client: client)
         do {
             try await jetStream.addStream(named: RelayRosterRecord.streamName, subjects: [RelayRosterRecord.subject])
-            let subscription = try jetStream.subscribeOrdered(to: RelayRosterRecord.subject)
+            let subscription = try await jetStream.subscribeOrdered(to: RelayRosterRecord.subject)
             return RelayRosterChannel(jetStream: jetStream, subscription: subscription, node: node)
         } catch {
             jetStream.close()
@@ -34,13 +45,14 @@ final class RelayRosterChannel: Sendable {
 
     private init(jetStream: NATSJetStream, subscription: NATSSubscription, node: RelayNodeID) {
         self.jetStream = jetStream
-        self.subscription = subscription
-        let retries = retries
-        let (records, pending) = AsyncStream.makeStream(of: [RelayRosterRecord].self)
+        (records, incoming) = AsyncStream.makeStream(of: NATSMessage.self, bufferingPolicy: .bufferingOldest(65_536))
+        reader = TSanVisibleMutex(Reader())
+        let (batches, pending) = AsyncStream.makeStream(of: [RelayRosterRecord].self)
         self.pending = pending
+        let counts = counts
         publisher = Task {
             var serial: UInt64 = 0
-            for await batch in records {
+            for await batch in batches {
                 for record in batch {
                     serial += 1
                     // The same ID for every try: a stored record retried is a duplicate there.
@@ -50,10 +62,45 @@ final class RelayRosterChannel: Sendable {
                             _ = try await jetStream.publish(record.encoded, on: RelayRosterRecord.subject, messageID: id)
                             break
                         } catch {
-                            retries.add()
+                            counts.retried()
                             try? await Task.sleep(for: .milliseconds(250))
                         }
                     }
+                }
+            }
+        }
+        read(subscription)
+    }
+
+    /// Makes `subscription` the one records come from (the previous one is cancelled).
+    private func read(_ subscription: NATSSubscription) {
+        let incoming = incoming
+        let counts = counts
+        let forward = Task {
+            for await message in subscription.messages {
+                if case .dropped = incoming.yield(message) { counts.dropped() }
+            }
+        }
+        let (old, closed): (Reader, Bool) = reader.withLock { reader in
+            let old = Reader(subscription: reader.subscription, forward: reader.forward)
+            reader.subscription = subscription
+            reader.forward = forward
+            return (old, reader.closed)
+        }
+        old.subscription?.cancel()
+        old.forward?.cancel()
+        if closed { subscription.cancel() }
+    }
+
+    /// Reads the stream again from `sequence` on (retried every 250 ms until the consumer is made).
+    func resume(from sequence: UInt64) {
+        Task {
+            while !reader.withLock({ $0.closed }) {
+                do {
+                    read(try await jetStream.subscribeOrdered(to: RelayRosterRecord.subject, from: sequence))
+                    return
+                } catch {
+                    try? await Task.sleep(for: .milliseconds(250))
                 }
             }
         }
@@ -63,7 +110,11 @@ final class RelayRosterChannel: Sendable {
     func publish(_ records: [RelayRosterRecord]) { pending.yield(records) }
 
     /// Appends that failed and were tried again.
-    var publishRetries: Int { retries.value }
+    var publishRetries: Int { counts.retries }
+
+    /// Records dropped on arrival because the relay did not read them fast enough (each then read
+    /// again from the stream).
+    var dropped: Int { counts.drops + (reader.withLock { $0.subscription?.dropped } ?? 0) }
 
     /// Lets the records handed in be stored (within `limit`), then stops; the client closes after.
     func close(limit: Duration = .seconds(2)) async {
@@ -75,14 +126,24 @@ final class RelayRosterChannel: Sendable {
         }
         await publisher.value
         finished.cancel()
+        let current: Reader = reader.withLock { reader in
+            reader.closed = true
+            defer { reader.subscription = nil; reader.forward = nil }
+            return Reader(subscription: reader.subscription, forward: reader.forward)
+        }
+        current.subscription?.cancel()
+        current.forward?.cancel()
+        incoming.finish()
         jetStream.close()
     }
 }
 
-/// A count shared with the publishing task.
-private final class Counter: Sendable {
-    private let count = TSanVisibleMutex(0)
-    func add() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
+/// Counts shared with the channel's tasks.
+private final class Counts: Sendable {
+    private let state = TSanVisibleMutex((retries: 0, drops: 0))
+    func retried() { state.withLock { $0.retries += 1 } }
+    func dropped() { state.withLock { $0.drops += 1 } }
+    var retries: Int { state.withLock { $0.retries } }
+    var drops: Int { state.withLock { $0.drops } }
 }
 #endif

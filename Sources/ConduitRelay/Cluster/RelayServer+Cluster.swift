@@ -3,8 +3,9 @@ public import ConduitRelayCore
 
 extension RelayServer {
     /// Joins the cluster whose NATS server is at `url` (`nats://HOST:PORT`): rooms span every
-    /// relay of it. Members joined at another relay appear in this relay's peer lists (with member
-    /// numbers of this relay), and frames routed to the whole main room or to one member cross
+    /// relay of it. Members joined at another relay appear in this relay's peer lists (with the
+    /// same member numbers and peer-list versions on every relay when the server has JetStream:
+    /// ``usesClusterRoster``; else with numbers of this relay), and frames routed to the whole main room or to one member cross
     /// relays in order, each relay's room stream numbered so that a message NATS lost is counted
     /// (`RelayStatistics.cluster`). Needs the NATS package trait. Once per relay.
     ///
@@ -99,6 +100,7 @@ extension RelayServer {
         var records: [RelayRosterRecord] = []
         while let record = machine.pollRosterRecord() { records.append(record) }
         if !records.isEmpty { cluster.publishRoster(records) }
+        if let from = machine.pollRosterResume() { cluster.resumeRoster(from: from) }
         guard !posts.isEmpty else { return }
         clusterPublishFailures += cluster.publish(posts)
     }

@@ -28,7 +28,7 @@ extension RelayStatistics {
             \.nodeDuplicates, \.nodeMalformed, \.nodesTimedOut, \.nodesOverLimit, \.onlineOverLimit, \.invitationEventsForwarded,
             \.invitationEventsReceived, \.invitationRequestsForwarded, \.invitationRequestsServed,
             \.invitationRequestsUnanswered, \.invitationRepliesUnmatched, \.invitationsLostWithRelay, \.invitationProxiesEvicted,
-            \.rosterRecordsApplied, \.rosterMalformed, \.rosterRecordsPublished, \.rosterJoinsRefused, \.heldForRoster, \.heldDropped,
+            \.rosterRecordsApplied, \.rosterMalformed, \.rosterSkipped, \.rosterGaps, \.rosterRecordsPublished, \.rosterJoinsRefused, \.heldForRoster, \.heldDropped,
         ]
     }
 }

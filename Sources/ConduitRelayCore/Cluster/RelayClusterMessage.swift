@@ -365,7 +365,11 @@ struct ClusterReader {
     mutating func identifier<Identifier: ValidatedIdentifier>(_ type: Identifier.Type) throws(WireError) -> Identifier {
         let count = Int(try byte())
         guard remaining >= count else { throw .truncated(needed: offset + count, got: bytes.count) }
-        let text = String(decoding: bytes[offset..<offset + count], as: UTF8.self)
+        // Strict: bytes that are not UTF-8 are refused, never mapped to U+FFFD (two different
+        // byte strings would name the same peer or room).
+        guard let text = String(validating: bytes[offset..<offset + count], as: UTF8.self) else {
+            throw .malformedControlBody("\(Identifier.kind) is not UTF-8")
+        }
         offset += count
         do { return try Identifier(text) } catch { throw .malformedControlBody("invalid \(Identifier.kind): \(error)") }
     }

@@ -112,8 +112,13 @@ public struct RelayClusterStatistics: Sendable, Hashable {
 
     /// Roster records taken, in the stream's order (this relay's own included).
     public var rosterRecordsApplied = 0
-    /// Roster records that did not parse, or that came out of order (dropped).
+    /// Roster records that did not parse (skipped, by every relay alike).
     public var rosterMalformed = 0
+    /// Roster records taken already (a redelivery, or the stream read again after a gap): skipped.
+    public var rosterSkipped = 0
+    /// Times a roster record did not reach this relay (a sequence skipped, e.g. a full buffer):
+    /// the stream is then read again from the missing record, so nothing is lost for good.
+    public var rosterGaps = 0
     /// Roster records handed to the driver to append.
     public var rosterRecordsPublished = 0
     /// Joins the roster refused: another relay's join under the same name came first in it (or
@@ -122,7 +127,7 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     /// Routed frames from a member of another relay that arrived before the roster said it
     /// joined: held until it does.
     public var heldForRoster = 0
-    /// Of those, frames dropped: more waited than `RelayRosterLimits` allows, or the member's
+    /// Of those, frames dropped: more waited than a room holds (4,096 frames or 4 MiB), or the member's
     /// join never came within `silenceTimeout`. Reliable ones among them are reported lost to
     /// the receivers, as frames lost between relays are.
     public var heldDropped = 0

@@ -27,8 +27,12 @@ extension RelayMachine {
         var nextTicket: UInt64 = 1
         /// Joins admitted here waiting for their record, by ticket.
         var pending: [UInt64: RelayConnectionID] = [:]
-        /// The stream sequence of the last record applied.
+        /// The stream sequence of the last record taken.
         var lastSequence: UInt64 = 0
+        /// A record did not arrive: nothing after it is taken until the stream is read again from
+        /// it (``pollRosterResume()``); the sequence to read from, until the driver takes it.
+        var resyncing = false
+        var resumeFrom: UInt64?
         /// Relays that wrote records but were never heard on the node stream, since when: gone
         /// unless heard within `silenceTimeout` (a relay that died before this one started).
         var unheard: [RelayNodeID: ConduitInstant] = [:]
@@ -59,28 +63,57 @@ extension RelayMachine {
         return record
     }
 
-    /// A record of the roster as the stream delivered it, with its stream sequence (malformed and
-    /// out-of-order ones are counted and dropped).
+    /// The sequence to read the roster's stream from again, once: a record did not reach this
+    /// relay (a sequence was skipped), so the driver reads the stream anew from the missing one.
+    public mutating func pollRosterResume() -> UInt64? {
+        guard let from = cluster?.roster?.resumeFrom else { return nil }
+        cluster!.roster!.resumeFrom = nil
+        return from
+    }
+
+    /// A record of the roster as the stream delivered it, with its stream sequence (one that does
+    /// not parse is counted and skipped by every relay alike).
     public mutating func handleRoster(_ bytes: [UInt8], sequence: UInt64, now: ConduitInstant) {
-        guard usesRoster else { return }
+        guard usesRoster, takeRosterSequence(sequence) else { return }
         guard let record = try? RelayRosterRecord.parse(bytes) else {
             statistics.cluster.rosterMalformed += 1
-            // Its place in the order is taken all the same: every relay skips it alike.
-            cluster!.roster!.lastSequence = max(cluster!.roster!.lastSequence, sequence)
             return
         }
-        handleRoster(record, sequence: sequence, now: now)
+        apply(record, now: now)
     }
 
     /// A record of the roster, with its stream sequence: applied once, in order.
     public mutating func handleRoster(_ record: RelayRosterRecord, sequence: UInt64, now: ConduitInstant) {
-        guard let roster = cluster?.roster, let node = cluster?.node else { return }
-        guard sequence > roster.lastSequence else {
-            statistics.cluster.rosterMalformed += 1
-            return
+        guard usesRoster, takeRosterSequence(sequence) else { return }
+        apply(record, now: now)
+    }
+
+    /// Takes `sequence` as the next record's if it is: one already taken is skipped (a redelivery,
+    /// or the tail of a stream read again); one past the next shows a record missing here, and
+    /// nothing more is taken until the stream is read again from the missing one.
+    private mutating func takeRosterSequence(_ sequence: UInt64) -> Bool {
+        let last = cluster!.roster!.lastSequence
+        guard sequence > last else {
+            statistics.cluster.rosterSkipped += 1
+            return false
         }
-        latestNow = max(latestNow, now)
+        // (The first record read may be past 1: a stream whose start was removed.)
+        guard last == 0 || sequence == last + 1 else {
+            if !cluster!.roster!.resyncing {
+                statistics.cluster.rosterGaps += 1
+                cluster!.roster!.resyncing = true
+                cluster!.roster!.resumeFrom = last + 1
+            }
+            return false
+        }
+        cluster!.roster!.resyncing = false
         cluster!.roster!.lastSequence = sequence
+        return true
+    }
+
+    private mutating func apply(_ record: RelayRosterRecord, now: ConduitInstant) {
+        guard let node = cluster?.node else { return }
+        latestNow = max(latestNow, now)
         statistics.cluster.rosterRecordsApplied += 1
         if record.node != node, cluster!.nodes.peers[record.node] == nil, cluster!.roster!.unheard[record.node] == nil {
             cluster!.roster!.unheard[record.node] = now
@@ -178,8 +211,7 @@ extension RelayMachine {
             case .admitting(let request, let grant, _, _)? = connections[id]?.phase
         else {
             // The link closed (or its join timed out) meanwhile: it leaves the roster again.
-            appendRoster(.left(room: roomID, node: cluster!.node, ticket: entry.ticket))
-            return
+            return abandon(entry, in: roomID, updates: updates, now: now)
         }
         // The limits a relay without a roster checks at admission, checked against the log: a
         // join refused now leaves the roster again (its peers see it come and go).
@@ -188,10 +220,9 @@ extension RelayMachine {
             : log.members.count > configuration.maxMembersPerRoom ? .roomFull : nil
         if let refusal {
             refuse(id, refusal, now: now)
-            appendRoster(.left(room: roomID, node: cluster!.node, ticket: entry.ticket))
-            return
+            return abandon(entry, in: roomID, updates: updates, now: now)
         }
-        if rooms[roomID] == nil { rooms[roomID] = hostedRoom(roomID, from: log) }
+        if rooms[roomID] == nil { rooms[roomID] = hostedRoom(roomID, from: log, joining: entry.number) }
         // The others hear of it with the log's version; its own snapshot carries that version.
         sendPeerListUpdates(updates, in: roomID, except: nil)
         rooms[roomID]!.version = log.version
@@ -201,10 +232,19 @@ extension RelayMachine {
         welcome(id, member: entry.number, in: request.room, now: now)
     }
 
+    /// A join of this relay's that the roster took but that will not be a member here: it leaves
+    /// the roster again. Until that record is read back, the room here lists it as every other
+    /// relay does (a member nothing is delivered to), so that versions stay in step everywhere.
+    private mutating func abandon(_ entry: RelayRosterLog.Entry, in roomID: RoomID, updates: [PeerListUpdate], now: ConduitInstant) {
+        appendRoster(.left(room: roomID, node: cluster!.node, ticket: entry.ticket))
+        addRemoteMember(entry, in: roomID, updates: updates, now: now)
+    }
+
     /// A room this relay starts hosting: every member of other relays the log holds.
-    private func hostedRoom(_ roomID: RoomID, from log: RelayRosterLog) -> Room {
+    private func hostedRoom(_ roomID: RoomID, from log: RelayRosterLog, joining: UInt16) -> Room {
         var room = Room()
-        for entry in log.members where entry.node != cluster!.node {
+        // (This relay's own entries among them are joins abandoned here, waiting for their leave.)
+        for entry in log.members where entry.number != joining {
             let key = RemoteMemberKey(node: entry.node, member: entry.number)
             let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
             room.members[entry.number] = Member(

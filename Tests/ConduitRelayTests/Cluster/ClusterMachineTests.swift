@@ -25,6 +25,9 @@ struct ClusterHarness {
     var roster: [[UInt8]] = []
     var rosterRead: [Int]
     var rosterPaused: Set<Int> = []
+    /// Records (by sequence) that do not reach a relay the first time it reads them (its buffer
+    /// overflowed): it reads the stream again from there when it asks to.
+    var rosterLost: [Int: Set<Int>] = [:]
 
     init(configuration: RelayConfiguration = .init(), relayCount: Int = 2, roster: Bool = false) {
         nodes = (0..<relayCount).map { RelayNodeID(UInt64(0xA + $0)) }
@@ -82,7 +85,12 @@ struct ClusterHarness {
         for to in relays.indices where !rosterPaused.contains(to) && !deadRelays.contains(to) {
             while rosterRead[to] < roster.count {
                 rosterRead[to] += 1
+                moved = true
+                if rosterLost[to]?.remove(rosterRead[to]) != nil { continue }
                 relays[to].relay.handleRoster(roster[rosterRead[to] - 1], sequence: UInt64(rosterRead[to]), now: relays[to].now)
+            }
+            if let from = relays[to].relay.pollRosterResume() {
+                rosterRead[to] = Int(from) - 1
                 moved = true
             }
         }

@@ -137,6 +137,23 @@ import Testing
         #expect(h.relays[1].relay.statistics.cluster.heldDropped == held)
     }
 
+    @Test func aRecordThatDoesNotReachARelayIsReadAgainNothingIsAppliedOutOfOrder() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        // carol's join (record 3) is lost on its way to relay 1 once; dave's (4) arrives first.
+        h.rosterLost = [1: [3]]
+        h.join("carol", at: 0)
+        h.join("dave", at: 0)
+        h.advance(by: .seconds(1))
+        #expect(rooms(h)[1] == rooms(h)[0] && rooms(h)[0].count == 4, "\(rooms(h))")
+        #expect(views(h)["bob"]!.version == 4)
+        let statistics = h.relays[1].relay.statistics.cluster
+        #expect(statistics.rosterGaps == 1)
+        #expect(statistics.rosterRecordsApplied == 4)
+        #expect(h.relays[1].clients["bob"]!.machine.statistics.peerListGaps == 0)
+    }
+
     @Test func aSilentRelaysMembersLeaveEverywhereInOneVersion() {
         var h = ClusterHarness(relayCount: 3, roster: true)
         h.join("alice", at: 0)
@@ -184,6 +201,15 @@ import Testing
         var badKind = joined
         badKind[1] = 9
         #expect(throws: WireError.self) { try RelayRosterRecord.parse(badKind) }
+        // Names that are not UTF-8 are refused, not mapped to U+FFFD (the fuzzer's first finding:
+        // "sta\xEEdup" parsed as "sta\u{FFFD}dup", another room's name). Cluster messages alike.
+        var notUTF8 = joined
+        notUTF8[notUTF8.firstIndex(of: UInt8(ascii: "o"))!] = 0xEE
+        #expect(throws: WireError.self) { try RelayRosterRecord.parse(notUTF8) }
+        var presence = RelayClusterMessage(node: RelayNodeID(7), room: "room", epoch: 1, sequence: 1, body: .presence(
+            members: [RoomMember(member: 1, peer: "carol", dataSessionsSupported: true)], wantsReply: false)).encoded
+        presence[presence.count - 2] = 0xFF
+        #expect(throws: WireError.self) { try RelayClusterMessage.parse(presence) }
         var nodeZero = records[3].encoded
         for index in 2..<10 { nodeZero[index] = 0 }
         #expect(throws: WireError.self) { try RelayRosterRecord.parse(nodeZero) }

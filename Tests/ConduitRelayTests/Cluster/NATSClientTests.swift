@@ -33,6 +33,47 @@ struct NATSClientTests {
         await server.stop()
     }
 
+    /// The first `count` messages of `subscription`, as (sequence, payload).
+    static func first(_ count: Int, of subscription: NATSSubscription) async -> [(UInt64, [UInt8])] {
+        var received: [(UInt64, [UInt8])] = []
+        for await message in subscription.messages {
+            received.append((message.streamSequence ?? 0, message.payload))
+            if received.count == count { break }
+        }
+        return received
+    }
+
+    @Test func jetStreamKeepsOneOrderReadFromTheStartOrFromASequenceAndDropsARetriedMessage() async throws {
+        let server = try await NATSServerProcess.start(jetStream: true)
+        let client = try await NATSClient.connect(to: server.url)
+        let jetStream = try NATSJetStream(client: client)
+        try await jetStream.addStream(named: "TEST", subjects: ["conduit.stream"])
+        try await jetStream.addStream(named: "TEST", subjects: ["conduit.stream"])  // made already: found
+        #expect(try await jetStream.publish([1], on: "conduit.stream", messageID: "a") == 1)
+        #expect(try await jetStream.publish([2], on: "conduit.stream", messageID: "b") == 2)
+        // A retry of a stored message (same ID) is not stored again.
+        #expect(try await jetStream.publish([2], on: "conduit.stream", messageID: "b") == 2)
+        #expect(try await jetStream.publish([3], on: "conduit.stream", messageID: "c") == 3)
+        let all = await Self.first(3, of: try await jetStream.subscribeOrdered(to: "conduit.stream"))
+        #expect(all.map(\.0) == [1, 2, 3] && all.map(\.1) == [[1], [2], [3]])
+        let tail = await Self.first(2, of: try await jetStream.subscribeOrdered(to: "conduit.stream", from: 2))
+        #expect(tail.map(\.0) == [2, 3] && tail.map(\.1) == [[2], [3]])
+        jetStream.close()
+        await client.close()
+        await server.stop()
+        server.removeStorage()
+    }
+
+    @Test func withoutJetStreamTheStreamCannotBeMadeATypedError() async throws {
+        let server = try await NATSServerProcess.start()
+        let client = try await NATSClient.connect(to: server.url)
+        let jetStream = try NATSJetStream(client: client)
+        await #expect(throws: NATSError.self) { try await jetStream.addStream(named: "TEST", subjects: ["conduit.stream"]) }
+        jetStream.close()
+        await client.close()
+        await server.stop()
+    }
+
     @Test func aClosedClientRefusesToPublishWithATypedError() async throws {
         let server = try await NATSServerProcess.start()
         let client = try await NATSClient.connect(to: server.url)

@@ -1,0 +1,86 @@
+import ConduitCore
+import ConduitRelayCore
+import ConduitRooms
+
+extension FuzzTargets {
+    /// The cluster's roster (`docs/wire-format.md`, "Relay roster"): the input is a run of
+    /// records, each one byte of length then its bytes, read back from the stream in that order.
+    /// A record that parses re-encodes to the same bytes. Two relays in roster mode take them all:
+    /// one hosting the room with a member of its own (joined through the roster), one hosting
+    /// nothing. Both account for every record (applied or malformed), the hosting relay's room is
+    /// exactly the members a reference ``RelayRosterLog`` holds (numbers included) while its
+    /// member is in, and what either would append parses again.
+    static let relayRoster = FuzzTarget(
+        name: "relay-roster",
+        summary: "RelayRosterRecord parse/encode (canonical); RelayMachine.handleRoster in roster mode, hosting a room or not: every record accounted for, the hosted room equals a reference RelayRosterLog, appended records parse"
+    ) { (input) throws(FuzzFailure) in
+        let check = Invariants(target: "relay-roster")
+        var chunks: [[UInt8]] = []
+        var rest = input[...]
+        while let length = rest.first, chunks.count < 64 {
+            rest = rest.dropFirst()
+            chunks.append(Array(rest.prefix(Int(length))))
+            rest = rest.dropFirst(Int(length))
+        }
+        var hosting = rosterRelay
+        var idle = RelayMachine()
+        idle.joinCluster(as: RelayNodeID(0x2222), roster: true, now: .zero)
+        var reference = RelayRosterLog()
+        _ = reference.apply(.joined(node: rosterNode, ticket: 1, peer: rosterPeer, dataSessionsSupported: true))
+        var accepted = false
+        var memberIn = true
+        let now = ConduitInstant(nanoseconds: 2_000_000_000)
+        for (index, chunk) in chunks.enumerated() {
+            if let record = try? RelayRosterRecord.parse(chunk) {
+                try check.requireSameBytes(record.encoded, chunk, "roster record \(record)")
+                accepted = true
+                if record.room == nil || record.room == clusterRoom { _ = reference.apply(record.event) }
+                if reference.entry(node: rosterNode, ticket: 1) == nil { memberIn = false }
+            }
+            // Sequence 1 was the member's own join.
+            let sequence = UInt64(index + 2)
+            hosting.handleRoster(chunk, sequence: sequence, now: now)
+            idle.handleRoster(chunk, sequence: sequence, now: now)
+            if memberIn {
+                let expected = Dictionary(uniqueKeysWithValues: reference.members.map { ($0.number, $0.peer) })
+                try check.require(hosting.members(of: clusterRoom) == expected, "the hosted room is \(hosting.members(of: clusterRoom)), the roster says \(expected)")
+            }
+        }
+        for relay in [hosting, idle] {
+            let statistics = relay.statistics.cluster
+            try check.require(statistics.rosterRecordsApplied + statistics.rosterMalformed == chunks.count + (relay.clusterNode == rosterNode ? 1 : 0),
+                              "\(chunks.count) records, \(statistics.rosterRecordsApplied) applied and \(statistics.rosterMalformed) malformed")
+        }
+        for var relay in [hosting, idle] {
+            relay.handleTimeout(now: now + .seconds(30))
+            while let record = relay.pollRosterRecord() {
+                try check.require((try? RelayRosterRecord.parse(record.encoded)) == record, "the relay would append \(record), which does not parse back")
+            }
+        }
+        return accepted
+    }
+
+    static let rosterNode = RelayNodeID(0x1111)
+    static let rosterPeer: PeerID = "alice"
+
+    /// A relay in roster mode hosting the room: alice joined through it, her join's record read
+    /// back as the stream's first. Built once; each input works on a copy.
+    private static let rosterRelay: RelayMachine = {
+        var relay = RelayMachine()
+        relay.joinCluster(as: rosterNode, roster: true, now: .zero)
+        let id = RelayConnectionID(1)
+        let now = ConduitInstant(nanoseconds: 1_000_000_000)
+        _ = relay.connectionOpened(id, now: now)
+        relay.handle(id, datagram: RoomControlFrame.join(room: clusterRoom, peer: rosterPeer, dataSessionsSupported: true, token: [1]).encoded, now: now)
+        while let action = relay.pollAction() {
+            if case .authorize(let id, _) = action {
+                relay.admit(id, grant: RelayGrant(room: clusterRoom, peer: rosterPeer, canPublish: true, canSubscribe: true), now: now)
+            }
+        }
+        guard let record = relay.pollRosterRecord() else { fatalError("relay-roster: the join was not appended") }
+        relay.handleRoster(record.encoded, sequence: 1, now: now)
+        guard relay.members(of: clusterRoom) == [1: rosterPeer] else { fatalError("relay-roster: the join did not complete") }
+        while relay.pollAction() != nil {}
+        return relay
+    }()
+}
