@@ -115,7 +115,9 @@ extension RelayMachine {
         guard let node = cluster?.node else { return }
         latestNow = max(latestNow, now)
         statistics.cluster.rosterRecordsApplied += 1
-        if record.node != node, cluster!.nodes.peers[record.node] == nil, cluster!.roster!.unheard[record.node] == nil {
+        // A relay with members in the roster that this relay has never heard (it may have died
+        // before this one started) is given `silenceTimeout` to be heard.
+        if record.room != nil, record.node != node, cluster!.nodes.peers[record.node] == nil, cluster!.roster!.unheard[record.node] == nil {
             cluster!.roster!.unheard[record.node] = now
         }
         if let roomID = record.room {

@@ -30,7 +30,8 @@ public enum RelayRosterRecord: Hashable, Sendable {
     static let leftKind: UInt8 = 2
     static let nodeGoneKind: UInt8 = 3
 
-    /// The relay that wrote it (a relay reading its own records back completes its own joins).
+    /// The relay it is about: the one that admitted the member (its own records complete its
+    /// own joins), or the one gone.
     public var node: RelayNodeID {
         switch self {
         case .joined(_, let node, _, _, _), .left(_, let node, _), .nodeGone(let node): node

@@ -172,6 +172,20 @@ import Testing
         #expect(h.relays[0].relay.statistics.cluster.rosterRecordsApplied == h.relays[1].relay.statistics.cluster.rosterRecordsApplied)
     }
 
+    @Test func aRelayThatDiedBeforeThisOneStartedLeavesTheRosterOnceNeverHeard() {
+        var h = ClusterHarness(relayCount: 1, roster: true)
+        // The stream holds a member of a relay long dead (no node stream, no nodeGone for it).
+        h.roster.append(RelayRosterRecord.joined(room: "room", node: RelayNodeID(0xDEAD), ticket: 1, peer: "ghost", dataSessionsSupported: true).encoded)
+        h.join("alice", at: 0)
+        #expect(rooms(h)[0] == [1: "ghost", 2: "alice"])
+        h.advance(by: .seconds(3))
+        #expect(rooms(h)[0].count == 2)
+        h.advance(by: .seconds(2))
+        #expect(rooms(h)[0] == [2: "alice"])
+        #expect(views(h)["alice"]!.version == 3)
+        #expect(h.roster.count == 3)  // the ghost's join, alice's, one nodeGone
+    }
+
     @Test func aJoinTheRosterNeverTakesIsRefusedAndLeavesIfItsRecordLandsLater() {
         var h = ClusterHarness(relayCount: 2, roster: true)
         h.rosterPaused = [0, 1]
