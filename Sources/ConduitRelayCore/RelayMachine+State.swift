@@ -219,6 +219,14 @@ extension RelayMachine {
             return (clusterEpoch, clusterSequence, clusterDataCount)
         }
 
+        /// Lists `member` of another relay (key `key`) as number `number` here: a member nothing is
+        /// queued for here, with every right (its own relay checked its token).
+        mutating func addRemote(_ key: RemoteMemberKey, as number: UInt16, _ member: RoomMember, in roomID: RoomID) {
+            let grant = RelayGrant(room: roomID, peer: member.peer, canPublish: true, canSubscribe: true)
+            members[number] = Member(connection: .clusterMember, peer: member.peer, dataSessionsSupported: member.dataSessionsSupported, grant: grant, origin: key)
+            remote[key] = number
+        }
+
         /// The next free member number (never 0, which means "everyone").
         mutating func allocateMember() -> UInt16 {
             while members[nextMember] != nil || nextMember == 0 { nextMember &+= 1 }

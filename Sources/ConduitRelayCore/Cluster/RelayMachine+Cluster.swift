@@ -220,10 +220,7 @@ extension RelayMachine {
                 continue
             }
             let number = rooms[roomID]!.allocateMember()
-            let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
-            rooms[roomID]!.members[number] = Member(
-                connection: .clusterMember, peer: entry.peer, dataSessionsSupported: entry.dataSessionsSupported, grant: grant, origin: key)
-            rooms[roomID]!.remote[key] = number
+            rooms[roomID]!.addRemote(key, as: number, entry, in: roomID)
             noteChange(in: roomID, joined: number, now: now)
         }
     }

@@ -247,11 +247,7 @@ extension RelayMachine {
         var room = Room()
         // (This relay's own entries among them are joins abandoned here, waiting for their leave.)
         for entry in log.members where entry.number != joining {
-            let key = RemoteMemberKey(node: entry.node, member: entry.number)
-            let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
-            room.members[entry.number] = Member(
-                connection: .clusterMember, peer: entry.peer, dataSessionsSupported: entry.dataSessionsSupported, grant: grant, origin: key)
-            room.remote[key] = entry.number
+            room.addRemote(RemoteMemberKey(node: entry.node, member: entry.number), as: entry.number, entry.roomMember, in: roomID)
         }
         room.version = log.version
         return room
@@ -260,10 +256,7 @@ extension RelayMachine {
     private mutating func addRemoteMember(_ entry: RelayRosterLog.Entry, in roomID: RoomID, updates: [PeerListUpdate], now: ConduitInstant) {
         guard rooms[roomID] != nil else { return }
         let key = RemoteMemberKey(node: entry.node, member: entry.number)
-        let grant = RelayGrant(room: roomID, peer: entry.peer, canPublish: true, canSubscribe: true)
-        rooms[roomID]!.members[entry.number] = Member(
-            connection: .clusterMember, peer: entry.peer, dataSessionsSupported: entry.dataSessionsSupported, grant: grant, origin: key)
-        rooms[roomID]!.remote[key] = entry.number
+        rooms[roomID]!.addRemote(key, as: entry.number, entry.roomMember, in: roomID)
         sendPeerListUpdates(updates, in: roomID, except: nil)
         releaseHeldFrames(of: key, in: roomID, now: now)
         // Its relay may have announced its subscriptions before this record came: asked again.

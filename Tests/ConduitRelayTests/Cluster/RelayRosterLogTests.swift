@@ -1,4 +1,5 @@
 import ConduitCore
+import ConduitImpairment
 import ConduitRelayCore
 import ConduitRooms
 import Testing
@@ -73,15 +74,15 @@ import Testing
     /// sent the same updates, numbered without a gap.
     @Test(arguments: [1, 2, 3, 42] as [UInt64])
     func relaysThatApplyOneRosterAgree(seed: UInt64) throws {
-        var random = SeededGenerator(seed)
+        var random = SeededRandom(seed: seed)
         var events: [RelayRosterLog.Event] = []
         for _ in 0..<400 {
-            let node = RelayNodeID(UInt64(random.next(below: 3) + 1))
-            let ticket = UInt64(random.next(below: 20))
-            switch random.next(below: 10) {
+            let node = RelayNodeID(UInt64(random.below(3) + 1))
+            let ticket = UInt64(random.below(20))
+            switch random.below(10) {
             case 0: events.append(.nodeGone(node))
             case 1...4: events.append(.left(node: node, ticket: ticket))
-            default: events.append(joined(node, ticket, try PeerID("peer-\(random.next(below: 30))")))
+            default: events.append(joined(node, ticket, try PeerID("peer-\(random.below(30))")))
             }
         }
         var first = RelayRosterLog(), second = RelayRosterLog(), late = RelayRosterLog()
@@ -99,18 +100,4 @@ import Testing
         #expect(Set(first.members.map(\.number)).count == first.members.count)
         #expect(Set(first.members.map(\.peer)).count == first.members.count)
     }
-}
-
-/// SplitMix64: a small seeded generator, so a failing seed reproduces.
-private struct SeededGenerator {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }
