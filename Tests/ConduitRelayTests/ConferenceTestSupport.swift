@@ -48,6 +48,18 @@ final class EventLog: Sendable {
         #expect(await conference.peers == peers)
     }
 
+    /// The last peer-list version this member's events carried (nil: none carried one yet).
+    var lastVersion: UInt32? {
+        all.compactMap { if case .peersChanged(_, _, let version) = $0 { version } else { nil } }.last
+    }
+
+    /// Waits until this member hears of a peer-list change as `version`.
+    func waitForVersion(_ version: UInt32, of peer: PeerID) async throws {
+        try await wait(for: "\(peer) at peer-list version \(version)", limit: .seconds(20)) {
+            if case .peersChanged(_, _, let seen) = $0 { seen == version } else { false }
+        }
+    }
+
     /// Waits until this member's events say it knows exactly `peers`, in whatever order they came.
     func waitUntilKnown(_ peers: Set<PeerID>, by member: PeerID, limit: Duration = .seconds(15)) async throws {
         let recorder = recorder

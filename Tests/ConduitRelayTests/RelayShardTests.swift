@@ -58,6 +58,12 @@ struct RelayShardTests {
             for shard in group.shards { #expect(await shard.statistics.joins == 2) }
             for (peer, _, log) in members { try await log.waitUntilKnown(everyone.subtracting([peer]), by: peer) }
             for shard in group.shards { #expect(Set(await shard.members(of: "spread").values) == everyone) }
+            // One roster for the process: the same numbers on both shards, and every member that
+            // heard of the last join heard it as version 4.
+            #expect(await group.members(of: "spread", onShard: 0) == [1: "alice", 2: "bob", 3: "carol", 4: "dave"])
+            #expect(await group.members(of: "spread", onShard: 1) == [1: "alice", 2: "bob", 3: "carol", 4: "dave"])
+            for (peer, _, log) in members.dropLast() { try await log.waitForVersion(4, of: peer) }
+            for shard in group.shards { #expect(await shard.usesClusterRoster) }
             try await RelayUDPTests.exchange(members: members, perPeer: 100)
             for shard in group.shards {
                 let statistics = await shard.statistics.cluster

@@ -17,9 +17,17 @@ import ConduitRelayCore
 /// mark, but what was already published reaches it anyway: bounding the backlog keeps that
 /// (plus one read) within the receiver's cap, so a fast sender on one shard is slowed, not its
 /// receivers on another isolated.
+///
+/// Roster: the bus numbers the shards' roster records in one order and hands each to every shard,
+/// its writer included, past any inbox's capacity (records are few, one per join or leave, and a
+/// shard that missed one could not read it again): the shards of one process share one numbering
+/// and one peer-list version per room, as clustered relays do over JetStream.
 final class RelayInProcessBus: Sendable {
     /// The shards' inboxes, by shard index.
     private let inboxes: [Inbox]
+    /// The last roster sequence handed out (taken under this lock, so every inbox gets records in
+    /// sequence order).
+    private let rosterSequence = TSanVisibleMutex<UInt64>(0)
 
     /// A bus for `members` shards; each inbox holds at most `capacity` undelivered messages, and a
     /// shard waits for room before reading links while another's holds `backlogLimit` or more.
@@ -76,6 +84,19 @@ final class RelayInProcessBus: Sendable {
         }
 
         func close() async { bus.inboxes[index].close() }
+
+        var hasRoster: Bool { true }
+
+        func publishRoster(_ records: [RelayRosterRecord]) {
+            guard !bus.inboxes[index].isClosed else { return }
+            bus.rosterSequence.withLock { sequence in
+                let numbered = records.map { record in
+                    sequence += 1
+                    return RelayClusterInbound.roster(payload: record.encoded, sequence: sequence)
+                }
+                for inbox in bus.inboxes { inbox.push(numbered, pastCapacity: true) }
+            }
+        }
     }
 
     /// Messages waiting for one shard, and its reader when it waits for them.
@@ -121,11 +142,11 @@ final class RelayInProcessBus: Sendable {
         var dropped: Int { state.withLock { $0.dropped } }
 
         /// Appends `messages`, or hands them straight to the waiting reader; drops those past the
-        /// capacity (counted), and ignores them once closed.
-        func push(_ messages: [RelayClusterInbound]) {
+        /// capacity (counted) unless `pastCapacity`, and ignores them once closed.
+        func push(_ messages: [RelayClusterInbound], pastCapacity: Bool = false) {
             let handOver = state.withLock { state -> (CheckedContinuation<[RelayClusterInbound]?, Never>, [RelayClusterInbound])? in
                 guard !state.closed else { return nil }
-                let room = max(0, capacity - state.pending.count)
+                let room = pastCapacity ? messages.count : max(0, capacity - state.pending.count)
                 if room < messages.count {
                     state.dropped += messages.count - room
                     state.pending.append(contentsOf: messages.prefix(room))

@@ -161,7 +161,7 @@ struct ClusterFailureTests {
             if jetStream {
                 // The roster's stream outlived the restart (file storage): a join now is the fourth.
                 members.append(try await Self.join(runtime, "dave", room: "restart", port: secondPort))
-                for (peer, _, log) in members.prefix(3) { try await ClusterRosterUDPTests.waitForVersion(4, log, of: peer) }
+                for (peer, _, log) in members.prefix(3) { try await log.waitForVersion(4, of: peer) }
                 #expect(await first.members(of: "restart") == [1: "alice", 2: "bob", 3: "carol", 4: "dave"])
                 #expect(await second.members(of: "restart") == [1: "alice", 2: "bob", 3: "carol", 4: "dave"])
             }

@@ -13,17 +13,6 @@ import Testing
 @Suite("Relays clustered through NATS with a roster", .enabled(if: NATSServerProcess.isInstalled, "nats-server is not installed (Debian: nats-server); Scripts/test.sh installs it"),
        .timeLimit(.minutes(2)))
 struct ClusterRosterUDPTests {
-    /// The last peer-list version a member's events carried (nil: none carried one yet).
-    static func lastVersion(_ log: EventLog) -> UInt32? {
-        log.all.compactMap { if case .peersChanged(_, _, let version) = $0 { version } else { nil } }.last
-    }
-
-    static func waitForVersion(_ version: UInt32, _ log: EventLog, of peer: PeerID) async throws {
-        try await log.wait(for: "\(peer) at peer-list version \(version)", limit: .seconds(20)) {
-            if case .peersChanged(_, _, let seen) = $0 { seen == version } else { false }
-        }
-    }
-
     @Test("three relays: one numbering and one version everywhere; a leave takes the next version on every relay; data flows with the roster's numbers")
     func threeRelaysOneVersionedPeerList() async throws {
         let nats = try await NATSServerProcess.start(jetStream: true)
@@ -45,7 +34,7 @@ struct ClusterRosterUDPTests {
             let everyone = Set(names.map { PeerID(stringLiteral: $0) })
             for (peer, _, log) in members { try await log.waitUntilKnown(everyone.subtracting([peer]), by: peer, limit: .seconds(20)) }
             // Six joins, six versions; every member that heard of a join heard it as the same version.
-            for (peer, _, log) in members.dropLast() { try await Self.waitForVersion(6, log, of: peer) }
+            for (peer, _, log) in members.dropLast() { try await log.waitForVersion(6, of: peer) }
             let lists = await relays.asyncMap { await $0.members(of: "roster") }
             #expect(lists[0].count == 6)
             #expect(lists.allSatisfy { $0 == lists[0] }, "\(lists)")
@@ -55,7 +44,7 @@ struct ClusterRosterUDPTests {
             let (_, erin, erinLog) = members.remove(at: 4)
             erinLog.cancel()
             await erin.leave()
-            for (peer, _, log) in members { try await Self.waitForVersion(7, log, of: peer) }
+            for (peer, _, log) in members { try await log.waitForVersion(7, of: peer) }
             let after = await relays.asyncMap { await $0.members(of: "roster") }
             #expect(after.allSatisfy { $0 == after[0] } && after[0].count == 5, "\(after)")
             for relay in relays {
@@ -86,13 +75,13 @@ struct ClusterRosterUDPTests {
         do {
             members.append(try await ClusterUDPTests.join(runtime, "alice", room: "late", at: addresses[0]))
             members.append(try await ClusterUDPTests.join(runtime, "bob", room: "late", at: addresses[0]))
-            try await Self.waitForVersion(2, members[0].2, of: "alice")
+            try await members[0].2.waitForVersion(2, of: "alice")
             let (later, laterAddresses) = try await ClusterUDPTests.relays(1, cluster: nats, registry: runtime.registry)
             relays += later
             addresses += laterAddresses
             members.append(try await ClusterUDPTests.join(runtime, "carol", room: "late", at: addresses[1]))
             try await members[2].2.waitUntilKnown(["alice", "bob"], by: "carol", limit: .seconds(20))
-            for (peer, _, log) in members.prefix(2) { try await Self.waitForVersion(3, log, of: peer) }
+            for (peer, _, log) in members.prefix(2) { try await log.waitForVersion(3, of: peer) }
             let lists = await relays.asyncMap { await $0.members(of: "late") }
             #expect(lists[0] == [1: "alice", 2: "bob", 3: "carol"])
             #expect(lists[1] == lists[0])

@@ -87,7 +87,7 @@ struct ClusterSoakTests {
             }
             // The three left in one record: every survivor is at the same version (10 joins, 1 leave).
             for (peer, _, log) in survivors {
-                let version = ClusterRosterUDPTests.lastVersion(log)
+                let version = log.lastVersion
                 #expect(version == 11, "\(peer) at peer-list version \(version.map(String.init) ?? "none")")
             }
             for (index, receiver) in receivers.enumerated() where index < 6 {
