@@ -57,13 +57,7 @@ struct ClusterRosterUDPTests {
         } catch {
             Issue.record(error)
         }
-        for (_, conference, log) in members {
-            log.cancel()
-            await conference.leave()
-        }
-        for relay in relays { await relay.shutdown() }
-        await nats.stop()
-        nats.removeStorage()
+        await ClusterUDPTests.end(members, relays, nats)
     }
 
     @Test("a relay started later reads the roster from its start: its members get the same numbers and the next version")
@@ -88,13 +82,7 @@ struct ClusterRosterUDPTests {
         } catch {
             Issue.record(error)
         }
-        for (_, conference, log) in members {
-            log.cancel()
-            await conference.leave()
-        }
-        for relay in relays { await relay.shutdown() }
-        await nats.stop()
-        nats.removeStorage()
+        await ClusterUDPTests.end(members, relays, nats)
     }
 
     @Test("without JetStream the cluster still works, each relay numbering its own, and says why it has no roster")

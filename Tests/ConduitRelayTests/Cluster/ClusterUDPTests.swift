@@ -26,6 +26,17 @@ struct ClusterUDPTests {
         return (relays, addresses)
     }
 
+    /// Members leave, relays shut down, the NATS server stops (its JetStream storage removed).
+    static func end(_ members: [(PeerID, Conference, EventLog)], _ relays: [RelayServer], _ nats: NATSServerProcess) async {
+        for (_, conference, log) in members {
+            log.cancel()
+            await conference.leave()
+        }
+        for relay in relays { await relay.shutdown() }
+        await nats.stop()
+        nats.removeStorage()
+    }
+
     static func join(_ runtime: ConduitRuntime, _ name: String, room: RoomID, at address: TransportURL) async throws -> (PeerID, Conference, EventLog) {
         let peer = PeerID(stringLiteral: name)
         let token = RelayToken(room: room, peer: peer, canPublish: true, canSubscribe: true, expiresAt: RelayServer.unixTime() + 600).signed(with: secret)
@@ -60,12 +71,7 @@ struct ClusterUDPTests {
         } catch {
             Issue.record(error)
         }
-        for (_, conference, log) in members {
-            log.cancel()
-            await conference.leave()
-        }
-        for relay in relays { await relay.shutdown() }
-        await nats.stop()
+        await Self.end(members, relays, nats)
     }
 
     @Test("a token that joined at one relay is refused as a replay at the other")
