@@ -193,6 +193,9 @@ extension RelayMachine {
         /// record has not arrived, their bytes, and relays that announced such members.
         var heldForRoster = Deque<HeldFrame>()
         var heldBytes = 0
+        /// Reliable sessions of members not yet in the roster whose held frames were dropped
+        /// (their relay's session keys), to report once each member's record comes.
+        var heldLosses: [RemoteMemberKey: [UInt32: HeldLoss]] = [:]
         var awaitingRoster: Set<RelayNodeID> = []
 
         /// The members connected here (not to another relay or shard) that may receive, in

@@ -128,8 +128,9 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     /// joined: held until it does.
     public var heldForRoster = 0
     /// Of those, frames dropped: more waited than a room holds (4,096 frames or 4 MiB), or the member's
-    /// join never came within `silenceTimeout`. Reliable ones among them are reported lost to
-    /// the receivers, as frames lost between relays are.
+    /// join never came within `silenceTimeout`. If the join comes after all, each reliable session
+    /// that lost frames is reported lost to its receivers, as frames lost between relays are
+    /// (counted in `sessionsReportedLost`).
     public var heldDropped = 0
 
     /// All counters at zero.

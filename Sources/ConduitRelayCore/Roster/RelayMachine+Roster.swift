@@ -49,6 +49,9 @@ extension RelayMachine {
     /// Frames held per room for members whose join record has not arrived.
     static let maxHeldFrames = 4_096
     static let maxHeldBytes = 4 << 20
+    /// Sessions per room whose held frames were dropped, kept to be reported (beyond this, the
+    /// drops are only counted).
+    static let maxHeldLosses = 4_096
 
     // MARK: Driver interface
 
@@ -258,13 +261,15 @@ extension RelayMachine {
         let key = RemoteMemberKey(node: entry.node, member: entry.number)
         rooms[roomID]!.addRemote(key, as: entry.number, entry.roomMember, in: roomID)
         sendPeerListUpdates(updates, in: roomID, except: nil)
-        releaseHeldFrames(of: key, in: roomID, now: now)
+        let released = releaseHeldFrames(of: key, in: roomID, now: now)
+        reportHeldLosses(of: key, in: roomID, released: released, now: now)
         // Its relay may have announced its subscriptions before this record came: asked again.
         if rooms[roomID]!.awaitingRoster.remove(entry.node) != nil { publishPresence(roomID, wantsReply: true) }
     }
 
     private mutating func removeRosterMembers(_ gone: [RelayRosterLog.Entry], from roomID: RoomID, updates: [PeerListUpdate], now: ConduitInstant) {
         for entry in gone {
+            rooms[roomID]?.heldLosses[RemoteMemberKey(node: entry.node, member: entry.number)] = nil
             guard let member = rooms[roomID]?.members[entry.number] else { continue }
             if member.origin != nil {
                 removeMember(entry.number, from: roomID, now: now)
@@ -310,17 +315,74 @@ extension RelayMachine {
         guard let dropped = rooms[roomID]!.heldForRoster.popFirst() else { return }
         rooms[roomID]!.heldBytes -= dropped.frame.count
         statistics.cluster.heldDropped += 1
+        noteHeldLoss(dropped, in: roomID)
     }
 
-    private mutating func releaseHeldFrames(of origin: RemoteMemberKey, in roomID: RoomID, now: ConduitInstant) {
-        guard rooms[roomID]!.heldForRoster.contains(where: { $0.origin == origin }) else { return }
+    /// What is known of a session whose held frames were dropped: its type and subgroup name,
+    /// from the frames dropped.
+    struct HeldLoss: Sendable {
+        var type: SessionType?
+        var subgroup: SubgroupName?
+    }
+
+    /// A dropped frame that carried or ended a reliable session: its session is kept, to be
+    /// reported to the receivers once its sender's record comes.
+    private mutating func noteHeldLoss(_ dropped: HeldFrame, in roomID: RoomID) {
+        guard let scope = Self.clusterFrameScope(of: dropped.frame) else { return }
+        var type: SessionType?
+        switch scope.session {
+        case .open(let opened), .data(let opened):
+            guard Reliability.for(opened).isFullyReliable else { return }
+            type = opened
+        case .close:
+            break
+        }
+        let session = Self.sessionKey(stream: scope.stream, subgroupID: scope.subgroupID)
+        if rooms[roomID]!.heldLosses[dropped.origin]?[session] == nil {
+            guard rooms[roomID]!.heldLosses.values.reduce(0, { $0 + $1.count }) < Self.maxHeldLosses else { return }
+        }
+        var loss = rooms[roomID]!.heldLosses[dropped.origin, default: [:]][session] ?? HeldLoss()
+        loss.type = loss.type ?? type
+        loss.subgroup = loss.subgroup ?? scope.name
+        rooms[roomID]!.heldLosses[dropped.origin, default: [:]][session] = loss
+    }
+
+    /// Frames of `origin`'s reliable sessions were dropped while held: each session is reported to
+    /// its receivers as frames lost between relays are (``reportDataLost(from:in:messages:)``),
+    /// after the frames that were kept. A session none of whose frames were kept is opened first,
+    /// so that its receivers learn of it and of the loss. The report goes the way the sender's own
+    /// frames go (its relay's subgroup numbers, adopted here).
+    private mutating func reportHeldLosses(of origin: RemoteMemberKey, in roomID: RoomID, released: Set<UInt32>, now: ConduitInstant) {
+        guard let losses = rooms[roomID]?.heldLosses.removeValue(forKey: origin) else { return }
+        for (session, loss) in losses.sorted(by: { $0.key < $1.key }) {
+            let stream = StreamID(Int(session & 0xFFFF))
+            let subgroupID = UInt16(session >> 16)
+            var frames: [ControlFrame] = []
+            if !released.contains(session), let type = loss.type, subgroupID == 0 || loss.subgroup != nil {
+                frames.append(.sessionOpen(streamID: stream, subgroupID: subgroupID, subgroup: loss.subgroup, type: type))
+            }
+            frames.append(.sessionClose(streamID: stream, subgroupID: subgroupID, reason: .lostBetweenRelays))
+            for frame in frames {
+                guard rooms[roomID] != nil else { return }
+                deliverClusterFrame(RelayEnvelope.wrap(.routed, member: origin.member, frame.encoded), origin: origin, to: 0, in: roomID, now: now)
+            }
+            statistics.cluster.sessionsReportedLost += 1
+        }
+    }
+
+    /// Delivers `origin`'s held frames in order; returns the sessions they belonged to.
+    private mutating func releaseHeldFrames(of origin: RemoteMemberKey, in roomID: RoomID, now: ConduitInstant) -> Set<UInt32> {
+        guard rooms[roomID]!.heldForRoster.contains(where: { $0.origin == origin }) else { return [] }
         let held = rooms[roomID]!.heldForRoster
         rooms[roomID]!.heldForRoster = held.filter { $0.origin != origin }
         rooms[roomID]!.heldBytes = rooms[roomID]!.heldForRoster.reduce(0) { $0 + $1.frame.count }
+        var sessions: Set<UInt32> = []
         for frame in held where frame.origin == origin {
-            guard rooms[roomID] != nil else { return }
+            guard rooms[roomID] != nil else { break }
+            if let scope = Self.clusterFrameScope(of: frame.frame) { sessions.insert(Self.sessionKey(stream: scope.stream, subgroupID: scope.subgroupID)) }
             deliverClusterFrame(frame.frame, origin: origin, to: frame.target, in: roomID, now: now)
         }
+        return sessions
     }
 
     /// Frames whose sender's record did not come within `silenceTimeout` are dropped (counted).

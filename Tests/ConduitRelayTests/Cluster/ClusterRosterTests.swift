@@ -122,7 +122,7 @@ import Testing
         #expect(h.relays[1].relay.statistics.cluster.unknownSender == 0)
     }
 
-    @Test func framesWhoseSenderNeverComesAreDroppedAndCounted() {
+    @Test func framesWhoseSenderNeverComesAreDroppedAndCountedThenReportedLostIfItDoes() {
         var h = ClusterHarness(relayCount: 2, roster: true)
         h.join("bob", at: 1)
         h.rosterPaused = [1]
@@ -135,6 +135,46 @@ import Testing
         #expect(held > 0)
         h.advance(by: .seconds(5))
         #expect(h.relays[1].relay.statistics.cluster.heldDropped == held)
+        _ = h.relays[1].take("bob")
+        // Her record comes after all: bob learns of her session, and that it lost data.
+        h.rosterPaused = []
+        h.carry()
+        let atBob = h.relays[1].clients["bob"]!.events
+        #expect(atBob.contains(.senderSessionEnded(main, from: "alice", .lostBetweenRelays)), "\(atBob)")
+        #expect(h.relays[1].relay.statistics.cluster.sessionsReportedLost == 1)
+        // What she sends next arrives.
+        h.relays[1].acceptAll("bob")
+        _ = h.relays[1].take("bob")
+        h.relays[0].send("alice", main, "after")
+        h.carry()
+        #expect(h.relays[1].messages("bob", main).map(\.1) == ["after"])
+    }
+
+    @Test func aSessionPartlyDroppedWhileHeldIsReportedLostAfterWhatWasKept() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("bob", at: 1)
+        h.rosterPaused = [1]
+        h.join("alice", at: 0)
+        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
+        h.relays[0].pump()
+        h.relays[0].send("alice", main, "early")
+        h.carry()
+        h.advance(by: .milliseconds(2_500))
+        let early = h.relays[1].relay.statistics.cluster.heldForRoster
+        h.relays[0].send("alice", main, "late")
+        h.carry()
+        // The early frames outstay `silenceTimeout` (4 s); the late ones are still held.
+        h.advance(by: .seconds(2))
+        #expect(h.relays[1].relay.statistics.cluster.heldDropped == early)
+        #expect(h.relays[1].relay.statistics.cluster.heldForRoster > early)
+        h.rosterPaused = []
+        h.carry()
+        let atBob = h.relays[1].take("bob")
+        let incoming = atBob.firstIndex { if case .dataSessionIncoming(main, _, from: "alice") = $0 { true } else { false } }
+        let report = atBob.firstIndex(of: .senderSessionEnded(main, from: "alice", .lostBetweenRelays))
+        #expect(incoming != nil && report != nil && incoming! < report!, "\(atBob)")
+        #expect(h.relays[1].relay.statistics.cluster.sessionsReportedLost == 1)
+        #expect(h.relays[1].relay.statistics.cluster.unknownSender == 0)
     }
 
     @Test func aRecordThatDoesNotReachARelayIsReadAgainNothingIsAppliedOutOfOrder() {
