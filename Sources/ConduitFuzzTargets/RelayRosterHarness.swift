@@ -7,12 +7,13 @@ extension FuzzTargets {
     /// records, each one byte of length then its bytes, read back from the stream in that order.
     /// A record that parses re-encodes to the same bytes. Two relays in roster mode take them all:
     /// one hosting the room with a member of its own (joined through the roster), one hosting
-    /// nothing. Both account for every record (applied or malformed), the hosting relay's room is
-    /// exactly the members a reference ``RelayRosterLog`` holds (numbers included) while its
-    /// member is in, and what either would append parses again.
+    /// nothing, reading a stream with holes (purged records) and its consumer's count. Both account
+    /// for every record (applied or malformed), the hosting relay's room is exactly the members a
+    /// reference ``RelayRosterLog`` holds (numbers included) while its member is in, a purge
+    /// follows only the record that emptied its room, and what either would append parses again.
     static let relayRoster = FuzzTarget(
         name: "relay-roster",
-        summary: "RelayRosterRecord parse/encode (canonical); RelayMachine.handleRoster in roster mode, hosting a room or not: every record accounted for, the hosted room equals a reference RelayRosterLog, appended records parse"
+        summary: "RelayRosterRecord parse/encode (canonical); RelayMachine.handleRoster in roster mode, hosting a room or not: every record accounted for (holes in the stream's sequence too), the hosted room equals a reference RelayRosterLog, purges only after the emptying record, appended records parse"
     ) { (input) throws(FuzzFailure) in
         let check = Invariants(target: "relay-roster")
         var chunks: [[UInt8]] = []
@@ -37,10 +38,12 @@ extension FuzzTargets {
                 if record.room == nil || record.room == clusterRoom { _ = reference.apply(record.event) }
                 if reference.entry(node: rosterNode, ticket: 1) == nil { memberIn = false }
             }
-            // Sequence 1 was the member's own join.
+            // Sequence 1 was the member's own join. The idle relay reads a stream with holes (a
+            // purged room's records), which its consumer's count shows are not losses.
             let sequence = UInt64(index + 2)
+            let sparse = UInt64(index) * 2 + 2
             hosting.handleRoster(chunk, sequence: sequence, now: now)
-            idle.handleRoster(chunk, sequence: sequence, now: now)
+            idle.handleRoster(chunk, sequence: sparse, delivered: UInt64(index + 1), now: now)
             if memberIn {
                 let expected = Dictionary(uniqueKeysWithValues: reference.members.map { ($0.number, $0.peer) })
                 try check.require(hosting.members(of: clusterRoom) == expected, "the hosted room is \(hosting.members(of: clusterRoom)), the roster says \(expected)")
@@ -55,6 +58,15 @@ extension FuzzTargets {
             relay.handleTimeout(now: now + .seconds(30))
             while let record = relay.pollRosterRecord() {
                 try check.require((try? RelayRosterRecord.parse(record.encoded)) == record, "the relay would append \(record), which does not parse back")
+            }
+            // Purges fall due a minute after the record that emptied their room.
+            relay.handleTimeout(now: now + .seconds(61))
+            let sparse = relay.clusterNode != rosterNode
+            while let purge = relay.pollRosterPurge() {
+                let at = purge.before - 1
+                let index = sparse ? (at >= 2 && at % 2 == 0 ? Int((at - 2) / 2) : -1) : Int(at) - 2
+                let record = chunks.indices.contains(index) ? try? RelayRosterRecord.parse(chunks[index]) : nil
+                try check.require(record.map { $0.room == nil || purge.subject == $0.subject } == true, "a purge \(purge) after the record at \(at): \(record.map { "\($0)" } ?? "none")")
             }
         }
         return accepted

@@ -28,6 +28,9 @@ public struct NATSMessage: Sendable, Equatable {
     public let payload: [UInt8]
     /// Its sequence in its JetStream stream (nil for a message of NATS core).
     public var streamSequence: UInt64? = nil
+    /// Its sequence among the messages its JetStream consumer delivered: 1 for the first one of
+    /// each consumer (nil for a message of NATS core).
+    public var consumerSequence: UInt64? = nil
 }
 
 /// A libnats object pointer handed to a thread of our own. libnats' connections are thread-safe

@@ -34,7 +34,8 @@ public final class NATSJetStream: Sendable {
     }
 
     /// Makes the stream `name` on `subjects` (file storage, kept until removed), or finds it made
-    /// already (by another relay). Fails if the server has no JetStream.
+    /// already (by another relay; its subjects are then made `subjects`, for a stream made by an
+    /// earlier version). Fails if the server has no JetStream.
     public func addStream(named name: String, subjects: [String]) async throws(NATSError) {
         let status: natsStatus = await onThread { context -> natsStatus in
             var config = jsStreamConfig()
@@ -50,8 +51,9 @@ public final class NATSJetStream: Sendable {
                     config.SubjectsLen = Int32(subjects.count)
                     config.Storage = js_FileStorage
                     let status = js_AddStream(nil, context.pointer, &config, nil, &errorCode)
-                    // Made by another relay first: that is the stream (a name in use, same subjects).
-                    return errorCode == JSStreamNameExistErr ? NATS_OK : status
+                    guard errorCode == JSStreamNameExistErr else { return status }
+                    // Made already: that is the stream, with these subjects.
+                    return js_UpdateStream(nil, context.pointer, &config, nil, &errorCode)
                 }
             }
         } ?? NATS_CONNECTION_CLOSED
@@ -84,7 +86,8 @@ public final class NATSJetStream: Sendable {
     /// Reads `subject`'s stream in the stream's order, from its first message or from
     /// `startSequence`, through an ordered consumer (the client recreates it past the last message
     /// taken after a reconnect, so nothing is skipped or repeated). Each message carries its
-    /// stream sequence. At most `bufferLimit` wait unread; those beyond are dropped and counted
+    /// stream sequence, and its consumer sequence: 1, 2, 3… for each consumer the client makes, so
+    /// a jump in the stream sequence between consecutive ones is messages removed from the stream. At most `bufferLimit` wait unread; those beyond are dropped and counted
     /// (`NATSSubscription.dropped`). Waits for the server to make the consumer, on a thread of its own.
     public func subscribeOrdered(to subject: String, from startSequence: UInt64? = nil, bufferLimit: Int = 65_536) async throws(NATSError) -> NATSSubscription {
         let messageContext = NATSSubscriptionContext(bufferLimit: bufferLimit)
@@ -111,6 +114,36 @@ public final class NATSJetStream: Sendable {
         // Cancelled with the client's own subscriptions, before its connection goes.
         client.withConnection { _ in ((), subscription) }
         return subscription
+    }
+
+    /// Removes the messages on `subject` before the stream sequence `before` from the stream
+    /// `stream`.
+    public func purge(stream: String, subject: String, before: UInt64) async throws(NATSError) {
+        let status: natsStatus = await onThread { context -> natsStatus in
+            var options = jsOptions()
+            jsOptions_Init(&options)
+            options.Stream.Purge.Sequence = before
+            var errorCode = jsErrCode(rawValue: 0)
+            return subject.withCString { subject in
+                options.Stream.Purge.Subject = subject
+                return js_PurgeStream(context.pointer, stream, &options, &errorCode)
+            }
+        } ?? NATS_CONNECTION_CLOSED
+        guard status == NATS_OK else { throw NATSError(status, during: "js_PurgeStream(\(stream), \(subject))") }
+    }
+
+    /// How many messages the stream `stream` holds, and its first and last sequences.
+    public func state(ofStream stream: String) async throws(NATSError) -> (messages: UInt64, first: UInt64, last: UInt64) {
+        let (status, state) = await onThread { context -> (natsStatus, (UInt64, UInt64, UInt64)) in
+            var info: UnsafeMutablePointer<jsStreamInfo>?
+            var errorCode = jsErrCode(rawValue: 0)
+            let status = js_GetStreamInfo(&info, context.pointer, stream, nil, &errorCode)
+            defer { jsStreamInfo_Destroy(info) }
+            guard status == NATS_OK, let info else { return (status == NATS_OK ? NATS_ERR : status, (0, 0, 0)) }
+            return (NATS_OK, (info.pointee.State.Msgs, info.pointee.State.FirstSeq, info.pointee.State.LastSeq))
+        } ?? (NATS_CONNECTION_CLOSED, (0, 0, 0))
+        guard status == NATS_OK else { throw NATSError(status, during: "js_GetStreamInfo(\(stream))") }
+        return state
     }
 
     /// Frees the JetStream context (its subscriptions are cancelled by the client's `close()`),
@@ -148,7 +181,7 @@ struct UnsafeSendable: @unchecked Sendable {
 }
 
 /// Called on the client's delivery thread for a stream's message: copies it out with its stream
-/// sequence, frees it, hands the copy on (flow-control and heartbeat messages of the ordered
+/// and consumer sequences, frees it, hands the copy on (flow-control and heartbeat messages of the ordered
 /// consumer are the client's own and never reach here).
 let natsDeliverFromStream: natsMsgHandler = { _, _, message, closure in
     defer { natsMsg_Destroy(message) }
@@ -157,12 +190,13 @@ let natsDeliverFromStream: natsMsgHandler = { _, _, message, closure in
     var metadata: UnsafeMutablePointer<jsMsgMetaData>?
     guard natsMsg_GetMetaData(&metadata, message) == NATS_OK, let metadata else { return context.noteUnreadable() }
     let sequence = metadata.pointee.Sequence.Stream
+    let delivered = metadata.pointee.Sequence.Consumer
     jsMsgMetaData_Destroy(metadata)
     let subject = natsMsg_GetSubject(message).map { String(cString: $0) } ?? ""
     let count = Int(natsMsg_GetDataLength(message))
     let payload: [UInt8] = count > 0 ? natsMsg_GetData(message).map {
         Array(UnsafeRawBufferPointer(start: UnsafeRawPointer($0), count: count))
     } ?? [] : []
-    context.deliver(NATSMessage(subject: subject, payload: payload, streamSequence: sequence))
+    context.deliver(NATSMessage(subject: subject, payload: payload, streamSequence: sequence, consumerSequence: delivered))
 }
 #endif

@@ -68,6 +68,7 @@ public actor RelayServer {
     /// Why the NATS cluster has no roster, and the roster's retried appends (RelayServer+Cluster.swift).
     var rosterUnavailable: String?
     var rosterRetries: (@Sendable () -> Int)?
+    var rosterPurges: (@Sendable () -> (asked: Int, failed: Int))?
     /// The token IDs every shard of this process has admitted, when it is one of a
     /// ``RelayShardGroup``'s shards: a replay is refused at once on every shard.
     let sharedTokens: RelaySharedTokenLedger?

@@ -67,6 +67,11 @@ struct RelayClusterBridge: RelayClusterBus {
 
     func resumeRoster(from sequence: UInt64) { roster?.resume(from: sequence) }
 
+    func purgeRoster(_ purge: RelayRosterPurge) { roster?.purge(purge) }
+
+    /// Purges of emptied rooms' records asked of the roster's stream, and those that failed.
+    var rosterPurges: (asked: Int, failed: Int) { roster?.purges ?? (0, 0) }
+
     /// Roster appends that failed and were tried again.
     var rosterPublishRetries: Int { roster?.publishRetries ?? 0 }
 
@@ -85,7 +90,7 @@ struct RelayClusterBridge: RelayClusterBus {
                     if let records {
                         group.addTask {
                             for await record in records {
-                                continuation.yield([.roster(payload: record.payload, sequence: record.streamSequence ?? 0)])
+                                continuation.yield([.roster(payload: record.payload, sequence: record.streamSequence ?? 0, delivered: record.consumerSequence)])
                             }
                         }
                     }
@@ -116,6 +121,7 @@ struct RelayClusterBridge: RelayClusterBus {
     var dropped: Int { 0 }
     var rosterUnavailable: String? { "no NATS support in this build" }
     var rosterPublishRetries: Int { 0 }
+    var rosterPurges: (asked: Int, failed: Int) { (0, 0) }
     func close() async {}
     #endif
 }

@@ -17,8 +17,9 @@ enum RelayClusterInbound: Sendable {
     /// shards, so nothing is encoded or parsed (that cost each frame crossing shards more than
     /// the fan-out it was crossing for).
     case posted(RelayClusterPost)
-    /// A record of the roster, with its sequence in the roster's stream.
-    case roster(payload: [UInt8], sequence: UInt64)
+    /// A record of the roster, with its sequence in the roster's stream, and its consumer's count
+    /// of the records it delivered (nil where records are never removed: between shards).
+    case roster(payload: [UInt8], sequence: UInt64, delivered: UInt64?)
 }
 
 /// What carries a relay's `RelayClusterMessage`s and token uses to the other members of its
@@ -62,6 +63,9 @@ protocol RelayClusterBus: Sendable {
 
     /// Reads the roster again from `sequence` on (a record did not reach this member).
     func resumeRoster(from sequence: UInt64)
+
+    /// Removes an emptied room's records from the roster (where it keeps them).
+    func purgeRoster(_ purge: RelayRosterPurge)
 }
 
 extension RelayClusterBus {
@@ -69,6 +73,7 @@ extension RelayClusterBus {
     var hasRoster: Bool { false }
     func publishRoster(_ records: [RelayRosterRecord]) {}
     func resumeRoster(from sequence: UInt64) {}
+    func purgeRoster(_ purge: RelayRosterPurge) {}
 
     /// NATS buffers and drops (counted) on its own: nothing to wait for.
     func waitForRoom() async -> Bool { false }

@@ -4,8 +4,9 @@ import ConduitNATS
 import ConduitRelayCore
 
 /// The cluster's roster over NATS JetStream: one stream (``RelayRosterRecord/streamName``, file
-/// storage, made by the first relay) that every relay appends its records to and reads from its
-/// start, in the stream's order, through an ordered consumer. The stream's order is the one order
+/// storage, made by the first relay) that every relay appends its records to (a subject per
+/// room) and reads from its start, in the stream's order, through an ordered consumer. An emptied
+/// room's records are removed from it (``RelayRosterPurge``). The stream's order is the one order
 /// of joins and leaves every relay applies (RelayMachine+Roster.swift).
 ///
 /// Records are appended one at a time, in order, each retried (every 250 ms) until the stream
@@ -34,8 +35,8 @@ final class RelayRosterChannel: Sendable {
     static func open(client: NATSClient, node: RelayNodeID) async throws(NATSError) -> RelayRosterChannel {
         let jetStream = try NATSJetStream(client: client)
         do {
-            try await jetStream.addStream(named: RelayRosterRecord.streamName, subjects: [RelayRosterRecord.subject])
-            let subscription = try await jetStream.subscribeOrdered(to: RelayRosterRecord.subject)
+            try await jetStream.addStream(named: RelayRosterRecord.streamName, subjects: [RelayRosterRecord.subjects])
+            let subscription = try await jetStream.subscribeOrdered(to: RelayRosterRecord.subjects)
             return RelayRosterChannel(jetStream: jetStream, subscription: subscription, node: node)
         } catch {
             jetStream.close()
@@ -59,7 +60,7 @@ final class RelayRosterChannel: Sendable {
                     let id = "\(node)-\(serial)"
                     while !Task.isCancelled {
                         do {
-                            _ = try await jetStream.publish(record.encoded, on: RelayRosterRecord.subject, messageID: id)
+                            _ = try await jetStream.publish(record.encoded, on: record.subject, messageID: id)
                             break
                         } catch {
                             counts.retried()
@@ -97,7 +98,7 @@ final class RelayRosterChannel: Sendable {
         Task {
             while !reader.withLock({ $0.closed }) {
                 do {
-                    read(try await jetStream.subscribeOrdered(to: RelayRosterRecord.subject, from: sequence))
+                    read(try await jetStream.subscribeOrdered(to: RelayRosterRecord.subjects, from: sequence))
                     return
                 } catch {
                     try? await Task.sleep(for: .milliseconds(250))
@@ -108,6 +109,24 @@ final class RelayRosterChannel: Sendable {
 
     /// Appends `records` after those handed in before.
     func publish(_ records: [RelayRosterRecord]) { pending.yield(records) }
+
+    /// Removes an emptied room's records from the stream, once (a failure is counted: the room's
+    /// next emptying removes them too).
+    func purge(_ purge: RelayRosterPurge) {
+        let jetStream = jetStream
+        let counts = counts
+        counts.purgeAsked()
+        Task {
+            do {
+                try await jetStream.purge(stream: RelayRosterRecord.streamName, subject: purge.subject, before: purge.before)
+            } catch {
+                counts.purgeFailed()
+            }
+        }
+    }
+
+    /// Purges asked of the stream, and those that failed.
+    var purges: (asked: Int, failed: Int) { counts.purges }
 
     /// Appends that failed and were tried again.
     var publishRetries: Int { counts.retries }
@@ -140,9 +159,12 @@ final class RelayRosterChannel: Sendable {
 
 /// Counts shared with the channel's tasks.
 private final class Counts: Sendable {
-    private let state = TSanVisibleMutex((retries: 0, drops: 0))
+    private let state = TSanVisibleMutex((retries: 0, drops: 0, purges: 0, purgesFailed: 0))
     func retried() { state.withLock { $0.retries += 1 } }
     func dropped() { state.withLock { $0.drops += 1 } }
+    func purgeAsked() { state.withLock { $0.purges += 1 } }
+    func purgeFailed() { state.withLock { $0.purgesFailed += 1 } }
+    var purges: (asked: Int, failed: Int) { state.withLock { ($0.purges, $0.purgesFailed) } }
     var retries: Int { state.withLock { $0.retries } }
     var drops: Int { state.withLock { $0.drops } }
 }

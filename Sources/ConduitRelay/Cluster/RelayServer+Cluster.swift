@@ -30,6 +30,7 @@ extension RelayServer {
         join(bridge, as: node, liveness: liveness)
         rosterUnavailable = machine.usesRoster ? nil : bridge.rosterUnavailable ?? "rooms existed before the relay joined the cluster"
         rosterRetries = { bridge.rosterPublishRetries }
+        rosterPurges = { bridge.rosterPurges }
     }
 
     /// Whether membership comes from the cluster's roster (a NATS server with JetStream): member
@@ -42,6 +43,10 @@ extension RelayServer {
 
     /// Roster records whose append failed (JetStream unreachable) and was tried again.
     public var clusterRosterRetries: Int { rosterRetries?() ?? 0 }
+
+    /// Requests to remove an emptied room's records from the roster's stream, and those that
+    /// failed (``RelayRosterPurge``).
+    public var clusterRosterPurges: (asked: Int, failed: Int) { rosterPurges?() ?? (0, 0) }
 
     /// Makes this relay node `node` of the cluster `bus` reaches (NATS, or the in-process bus of
     /// a ``RelayShardGroup``'s shards). The relay must not be in a cluster yet.
@@ -83,8 +88,8 @@ extension RelayServer {
                 machine.handleClusterNode(message, now: current)
             case .posted(.tokenUse(let use)):
                 ingestTokenUse(use)
-            case .roster(let payload, let sequence):
-                machine.handleRoster(payload, sequence: sequence, now: current)
+            case .roster(let payload, let sequence, let delivered):
+                machine.handleRoster(payload, sequence: sequence, delivered: delivered, now: current)
             }
         }
         runActions()
@@ -101,6 +106,7 @@ extension RelayServer {
         while let record = machine.pollRosterRecord() { records.append(record) }
         if !records.isEmpty { cluster.publishRoster(records) }
         if let from = machine.pollRosterResume() { cluster.resumeRoster(from: from) }
+        while let purge = machine.pollRosterPurge() { cluster.purgeRoster(purge) }
         guard !posts.isEmpty else { return }
         clusterPublishFailures += cluster.publish(posts)
     }

@@ -92,7 +92,7 @@ final class RelayInProcessBus: Sendable {
             bus.rosterSequence.withLock { sequence in
                 let numbered = records.map { record in
                     sequence += 1
-                    return RelayClusterInbound.roster(payload: record.encoded, sequence: sequence)
+                    return RelayClusterInbound.roster(payload: record.encoded, sequence: sequence, delivered: nil)
                 }
                 for inbox in bus.inboxes { inbox.push(numbered, pastCapacity: true) }
             }

@@ -45,7 +45,7 @@ extension RelayMachine {
     /// often this relay announces its members again and when another relay that fell silent is
     /// taken for dead (its members reported left). Once only.
     ///
-    /// `roster`: membership comes from the cluster's roster (``handleRoster(_:sequence:now:)-([UInt8],_,_)``,
+    /// `roster`: membership comes from the cluster's roster (``handleRoster(_:sequence:delivered:now:)-([UInt8],_,_,_)``,
     /// ``pollRosterRecord()``), so member numbers and peer-list versions are the same on every
     /// relay. Taken only while no room exists here (numbers already given out would clash).
     public mutating func joinCluster(as node: RelayNodeID, liveness: RelayClusterLiveness = .init(), roster: Bool = false, now: ConduitInstant) {

@@ -7,12 +7,19 @@ public struct RelayClusterLiveness: Sendable, Hashable {
     /// A relay heard nothing from about a room for this long is taken for dead there: its members
     /// are reported left on this relay. Several heartbeats long, so one lost message is not a death.
     public var silenceTimeout: Duration
+    /// An emptied room's records leave the roster's stream this long after the record that
+    /// emptied it (``RelayRosterPurge``). A relay reading the stream further behind than this
+    /// could find some of them gone after it read others (joins answered meanwhile would already
+    /// have timed out there); much longer than any lag a working relay has.
+    public var rosterCompactionDelay: Duration
 
     /// Heartbeats every second; a relay silent for 4 s is dead, so that its members are reported
-    /// left within 5 s of its death (issue 16), the room's next peer-list update included.
-    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(4)) {
+    /// left within 5 s of its death (issue 16), the room's next peer-list update included. An
+    /// emptied room's roster records go a minute after it emptied.
+    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(4), rosterCompactionDelay: Duration = .seconds(60)) {
         self.heartbeatInterval = heartbeatInterval
         self.silenceTimeout = silenceTimeout
+        self.rosterCompactionDelay = rosterCompactionDelay
     }
 }
 

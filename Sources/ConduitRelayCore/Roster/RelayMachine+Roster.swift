@@ -29,6 +29,12 @@ extension RelayMachine {
         var pending: [UInt64: RelayConnectionID] = [:]
         /// The stream sequence of the last record taken.
         var lastSequence: UInt64 = 0
+        /// The consumer's count of the last record it delivered (when the driver passes one).
+        var lastDelivered: UInt64 = 0
+        /// Emptied rooms' records to remove from the stream once due (in due order), and those
+        /// due, until the driver takes them.
+        var scheduledPurges = Deque<(purge: RelayRosterPurge, due: ConduitInstant)>()
+        var purges = Deque<RelayRosterPurge>()
         /// A record did not arrive: nothing after it is taken until the stream is read again from
         /// it (``pollRosterResume()``); the sequence to read from, until the driver takes it.
         var resyncing = false
@@ -66,6 +72,11 @@ extension RelayMachine {
         return record
     }
 
+    /// Records the stream no longer needs, to remove (``RelayRosterPurge``); nil when there are none.
+    public mutating func pollRosterPurge() -> RelayRosterPurge? {
+        cluster?.roster?.purges.popFirst()
+    }
+
     /// The sequence to read the roster's stream from again, once: a record did not reach this
     /// relay (a sequence was skipped), so the driver reads the stream anew from the missing one.
     public mutating func pollRosterResume() -> UInt64? {
@@ -75,33 +86,40 @@ extension RelayMachine {
     }
 
     /// A record of the roster as the stream delivered it, with its stream sequence (one that does
-    /// not parse is counted and skipped by every relay alike).
-    public mutating func handleRoster(_ bytes: [UInt8], sequence: UInt64, now: ConduitInstant) {
-        guard usesRoster, takeRosterSequence(sequence) else { return }
+    /// not parse is counted and skipped by every relay alike) and, from a stream whose records
+    /// may be removed (``RelayRosterPurge``), the consumer's count of the messages it delivered:
+    /// 1, 2, 3… for each consumer, from 1 again for a new one.
+    public mutating func handleRoster(_ bytes: [UInt8], sequence: UInt64, delivered: UInt64? = nil, now: ConduitInstant) {
+        guard usesRoster, takeRosterSequence(sequence, delivered: delivered) else { return }
         guard let record = try? RelayRosterRecord.parse(bytes) else {
             statistics.cluster.rosterMalformed += 1
             return
         }
-        apply(record, now: now)
+        apply(record, sequence: sequence, now: now)
     }
 
-    /// A record of the roster, with its stream sequence: applied once, in order.
-    public mutating func handleRoster(_ record: RelayRosterRecord, sequence: UInt64, now: ConduitInstant) {
-        guard usesRoster, takeRosterSequence(sequence) else { return }
-        apply(record, now: now)
+    /// A record of the roster, with its stream sequence (and the consumer's count, as above):
+    /// applied once, in order.
+    public mutating func handleRoster(_ record: RelayRosterRecord, sequence: UInt64, delivered: UInt64? = nil, now: ConduitInstant) {
+        guard usesRoster, takeRosterSequence(sequence, delivered: delivered) else { return }
+        apply(record, sequence: sequence, now: now)
     }
 
     /// Takes `sequence` as the next record's if it is: one already taken is skipped (a redelivery,
-    /// or the tail of a stream read again); one past the next shows a record missing here, and
-    /// nothing more is taken until the stream is read again from the missing one.
-    private mutating func takeRosterSequence(_ sequence: UInt64) -> Bool {
+    /// or the tail of a stream read again); one missing here (the consumer's count skipped one,
+    /// or without a count, the stream's sequence did) stops everything after it until the stream
+    /// is read again from the missing one. With a count, a jump in the stream's sequence is
+    /// records removed, not lost; and a new consumer (count 1) starts where it was asked to.
+    private mutating func takeRosterSequence(_ sequence: UInt64, delivered: UInt64?) -> Bool {
         let last = cluster!.roster!.lastSequence
+        let follows = delivered.map { $0 == 1 || $0 == cluster!.roster!.lastDelivered + 1 }
         guard sequence > last else {
+            if follows == true { cluster!.roster!.lastDelivered = delivered! }
             statistics.cluster.rosterSkipped += 1
             return false
         }
         // (The first record read may be past 1: a stream whose start was removed.)
-        guard last == 0 || sequence == last + 1 else {
+        guard follows ?? (last == 0 || sequence == last + 1) else {
             if !cluster!.roster!.resyncing {
                 statistics.cluster.rosterGaps += 1
                 cluster!.roster!.resyncing = true
@@ -111,10 +129,11 @@ extension RelayMachine {
         }
         cluster!.roster!.resyncing = false
         cluster!.roster!.lastSequence = sequence
+        if let delivered { cluster!.roster!.lastDelivered = delivered }
         return true
     }
 
-    private mutating func apply(_ record: RelayRosterRecord, now: ConduitInstant) {
+    private mutating func apply(_ record: RelayRosterRecord, sequence: UInt64, now: ConduitInstant) {
         guard let node = cluster?.node else { return }
         latestNow = max(latestNow, now)
         statistics.cluster.rosterRecordsApplied += 1
@@ -124,10 +143,23 @@ extension RelayMachine {
             cluster!.roster!.unheard[record.node] = now
         }
         if let roomID = record.room {
+            let existed = cluster!.roster!.logs[roomID] != nil
             applyRoster(record.event, in: roomID, now: now)
+            if existed, record.node == node { purgeIfEmptied(roomID, at: sequence, now: now) }
         } else {
-            for roomID in cluster!.roster!.logs.keys.sorted() { applyRoster(record.event, in: roomID, now: now) }
+            for roomID in cluster!.roster!.logs.keys.sorted() {
+                applyRoster(record.event, in: roomID, now: now)
+                purgeIfEmptied(roomID, at: sequence, now: now)
+            }
         }
+    }
+
+    /// The room's log emptied at `sequence`: its records up to that one are no longer needed, and
+    /// go once every relay has surely read them (`rosterCompactionDelay`).
+    private mutating func purgeIfEmptied(_ roomID: RoomID, at sequence: UInt64, now: ConduitInstant) {
+        guard cluster!.roster!.logs[roomID] == nil else { return }
+        let purge = RelayRosterPurge(subject: RelayRosterRecord.subject(ofRoom: roomID), before: sequence + 1)
+        cluster!.roster!.scheduledPurges.append((purge, now + cluster!.liveness.rosterCompactionDelay))
     }
 
     // MARK: Writing records
@@ -155,7 +187,8 @@ extension RelayMachine {
     }
 
     /// Relays that wrote roster records but were not heard within `silenceTimeout` of that, and
-    /// joins still waiting for their record after `joinTimeout` (refused: the roster is unreachable).
+    /// joins still waiting for their record after `joinTimeout` (refused: the roster is unreachable);
+    /// held frames past `silenceTimeout`; purges that fell due.
     mutating func handleRosterTimeouts(now: ConduitInstant) {
         guard let roster = cluster?.roster, let liveness = cluster?.liveness else { return }
         for (node, since) in roster.unheard.sorted(by: { $0.key < $1.key }) {
@@ -172,15 +205,20 @@ extension RelayMachine {
             refuse(id, .clusterUnavailable, now: now)
         }
         expireHeldFrames(now: now)
+        while let first = cluster!.roster!.scheduledPurges.first, first.due <= now {
+            cluster!.roster!.purges.append(cluster!.roster!.scheduledPurges.removeFirst().purge)
+        }
     }
 
-    /// The earliest roster deadline: an unheard relay's, a waiting join's, a held frame's.
+    /// The earliest roster deadline: an unheard relay's, a waiting join's, a held frame's, a
+    /// purge's.
     func rosterDeadline() -> ConduitInstant? {
         guard let roster = cluster?.roster, let liveness = cluster?.liveness else { return nil }
         var deadline: ConduitInstant?
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
         for since in roster.unheard.values { consider(since + liveness.silenceTimeout) }
         for room in rooms.values { if let first = room.heldForRoster.first { consider(first.heldAt + liveness.silenceTimeout) } }
+        if let purge = roster.scheduledPurges.first { consider(purge.due) }
         return deadline
     }
 

@@ -21,8 +21,26 @@ public enum RelayRosterRecord: Hashable, Sendable {
     /// Relay `node` is gone: every member it held left every room.
     case nodeGone(RelayNodeID)
 
-    /// The roster's subject (one stream, one subject: a single order over every room).
-    public static let subject = "conduit.roster"
+    /// The roster's subjects: one per room (so that an emptied room's records can be removed,
+    /// ``RelayRosterPurge``) and one for `nodeGone`, all in one stream, so in one order.
+    public static let subjects = "conduit.roster.>"
+    /// The subject of `nodeGone` records.
+    public static let nodeSubject = "conduit.roster.node"
+
+    /// The subject of `room`'s records: its name in hexadecimal (any name, as one subject token;
+    /// at most 256 characters).
+    public static func subject(ofRoom room: RoomID) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var token: [UInt8] = []
+        token.reserveCapacity(room.rawValue.utf8.count * 2)
+        for byte in room.rawValue.utf8 { token += [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]] }
+        return "conduit.roster.room." + String(decoding: token, as: UTF8.self)
+    }
+
+    /// The subject it is appended on.
+    public var subject: String {
+        room.map(Self.subject(ofRoom:)) ?? Self.nodeSubject
+    }
     /// The JetStream stream that keeps it.
     public static let streamName = "CONDUIT_ROSTER"
     static let version: UInt8 = 1

@@ -21,9 +21,13 @@ struct ClusterHarness {
     var deadRelays: Set<Int> = []
 
     /// The roster's stream (RelayMachine+Roster.swift), when the relays have one: every record
-    /// appended so far, in order; how far each relay has read it; relays that stopped reading it.
-    var roster: [[UInt8]] = []
+    /// appended so far, in order (nil: removed by a purge, as JetStream removes them); how far
+    /// each relay has read it, and how many records its consumer delivered (from 1 again when it
+    /// reads anew, as a new JetStream consumer counts); relays that stopped reading it; purges.
+    var roster: [[UInt8]?] = []
     var rosterRead: [Int]
+    var rosterDelivered: [UInt64]
+    var rosterPurges: [RelayRosterPurge] = []
     var rosterPaused: Set<Int> = []
     /// Records (by sequence) that do not reach a relay the first time it reads them (its buffer
     /// overflowed): it reads the stream again from there when it asks to.
@@ -33,6 +37,7 @@ struct ClusterHarness {
         nodes = (0..<relayCount).map { RelayNodeID(UInt64(0xA + $0)) }
         relays = (0..<relayCount).map { _ in RoomHarness(configuration: configuration) }
         rosterRead = Array(repeating: 0, count: relayCount)
+        rosterDelivered = Array(repeating: 0, count: relayCount)
         for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], roster: roster, now: relays[index].now) }
     }
 
@@ -44,6 +49,7 @@ struct ClusterHarness {
         relay.relay.joinCluster(as: RelayNodeID(UInt64(0xA + relays.count)), roster: roster, now: relay.now)
         relays.append(relay)
         rosterRead.append(0)
+        rosterDelivered.append(0)
         carry()
     }
 
@@ -73,6 +79,13 @@ struct ClusterHarness {
                 moved = true
                 if !deadRelays.contains(from) { roster.append(record.encoded) }
             }
+            while let purge = relays[from].relay.pollRosterPurge() {
+                guard !deadRelays.contains(from) else { continue }
+                rosterPurges.append(purge)
+                for index in roster.indices.prefix(Int(purge.before) - 1) {
+                    if let bytes = roster[index], (try? RelayRosterRecord.parse(bytes))?.subject == purge.subject { roster[index] = nil }
+                }
+            }
             while let message = relays[from].relay.pollClusterNodeMessage() {
                 moved = true
                 publishedNode += 1
@@ -86,11 +99,14 @@ struct ClusterHarness {
             while rosterRead[to] < roster.count {
                 rosterRead[to] += 1
                 moved = true
+                guard let bytes = roster[rosterRead[to] - 1] else { continue }
+                rosterDelivered[to] += 1
                 if rosterLost[to]?.remove(rosterRead[to]) != nil { continue }
-                relays[to].relay.handleRoster(roster[rosterRead[to] - 1], sequence: UInt64(rosterRead[to]), now: relays[to].now)
+                relays[to].relay.handleRoster(bytes, sequence: UInt64(rosterRead[to]), delivered: rosterDelivered[to], now: relays[to].now)
             }
             if let from = relays[to].relay.pollRosterResume() {
                 rosterRead[to] = Int(from) - 1
+                rosterDelivered[to] = 0
                 moved = true
             }
         }

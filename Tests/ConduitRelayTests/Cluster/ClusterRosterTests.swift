@@ -239,6 +239,44 @@ import Testing
         // Her record landed after all: relay 0 appended her leave, and nobody is in the room.
         #expect(h.roster.count == 2)
         #expect(rooms(h)[0].isEmpty && rooms(h)[1].isEmpty)
+        // The room is empty again: both records leave the stream a minute later.
+        h.advance(by: .seconds(59))
+        #expect(h.roster.allSatisfy { $0 != nil })
+        h.advance(by: .seconds(2))
+        #expect(h.roster.allSatisfy { $0 == nil })
+    }
+
+    @Test func anEmptiedRoomsRecordsLeaveTheStreamAndARelayStartedLaterAgrees() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        h.join("carol", at: 0, room: "other")
+        for (name, relay) in [("alice", 0), ("bob", 1)] {
+            h.relays[relay].clients[name]!.machine.leave()
+            h.relays[relay].pump()
+            h.carry()
+        }
+        // Bob's leave (record 5, appended by relay 1) emptied the room: a minute later, relay 1
+        // asks once for the room's records up to it to go; the other room's record stays.
+        h.advance(by: .seconds(59))
+        #expect(h.rosterPurges.isEmpty)
+        h.advance(by: .seconds(2))
+        #expect(h.rosterPurges == [RelayRosterPurge(subject: RelayRosterRecord.subject(ofRoom: "room"), before: 6)])
+        #expect(h.roster.map { $0 != nil } == [false, false, true, false, false])
+        // The room made again starts at number 1 and version 1 on the relays that lived through
+        // it, and on one started now, which reads a stream with holes in its sequence.
+        h.join("dave", at: 1)
+        h.addRelay()
+        h.join("erin", at: 2)
+        h.advance(by: .seconds(1))
+        let lists = rooms(h)
+        #expect(lists[1] == [1: "dave", 2: "erin"])
+        #expect(lists[2] == lists[1], "\(lists)")
+        #expect(views(h)["dave"]!.version == 2 && views(h)["erin"]!.version == 2)
+        for relay in h.relays {
+            #expect(relay.relay.statistics.cluster.rosterGaps == 0)
+            #expect(relay.relay.statistics.cluster.rosterMalformed == 0)
+        }
     }
 
     @Test func rosterRecordsRoundTripAndRefuseWhatIsMalformed() throws {

@@ -1,5 +1,6 @@
 #if NATS
 import Conduit
+import ConduitNATS
 import ConduitNetworkTestSupport
 import ConduitRelay
 import ConduitRelayCore
@@ -82,6 +83,53 @@ struct ClusterRosterUDPTests {
         } catch {
             Issue.record(error)
         }
+        await ClusterUDPTests.end(members, relays, nats)
+    }
+
+    @Test("an emptied room's records leave the stream; a relay started afterwards reads what is left and numbers the room as the others do")
+    func anEmptiedRoomLeavesTheStream() async throws {
+        let nats = try await NATSServerProcess.start(jetStream: true)
+        let runtime = ConduitRuntime(registry: TransportRegistry.defaults.registering(UDPTransport()))
+        // Records go 300 ms after their room emptied, not a minute.
+        let liveness = RelayClusterLiveness(rosterCompactionDelay: .milliseconds(300))
+        var (relays, addresses) = try await ClusterUDPTests.relays(1, cluster: nats, registry: runtime.registry, liveness: liveness)
+        var members: [(PeerID, Conference, EventLog)] = []
+        let client = try await NATSClient.connect(to: nats.url)
+        let jetStream = try NATSJetStream(client: client)
+        do {
+            members.append(try await ClusterUDPTests.join(runtime, "carol", room: "kept", at: addresses[0]))
+            for name in ["alice", "bob"] { members.append(try await ClusterUDPTests.join(runtime, name, room: "gone", at: addresses[0])) }
+            try await members[1].2.waitForVersion(2, of: "alice")
+            for (_, conference, log) in members.suffix(2) {
+                log.cancel()
+                await conference.leave()
+            }
+            members.removeLast(2)
+            // The stream keeps carol's join alone (4 records were appended, 3 are gone).
+            var state = try await jetStream.state(ofStream: RelayRosterRecord.streamName)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while state.messages != 1, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                state = try await jetStream.state(ofStream: RelayRosterRecord.streamName)
+            }
+            #expect(state.messages == 1 && state.last == 5, "\(state)")
+            let purges = await relays[0].clusterRosterPurges
+            #expect(purges.asked == 1 && purges.failed == 0, "\(purges)")
+            let (later, laterAddresses) = try await ClusterUDPTests.relays(1, cluster: nats, registry: runtime.registry, liveness: liveness)
+            relays += later
+            addresses += laterAddresses
+            members.append(try await ClusterUDPTests.join(runtime, "dave", room: "gone", at: addresses[1]))
+            members.append(try await ClusterUDPTests.join(runtime, "erin", room: "gone", at: addresses[0]))
+            try await members[1].2.waitForVersion(2, of: "dave")
+            let lists = await relays.asyncMap { await $0.members(of: "gone") }
+            #expect(lists[0] == [1: "dave", 2: "erin"])
+            #expect(lists[1] == lists[0])
+            #expect(await relays[1].statistics.cluster.rosterGaps == 0)
+        } catch {
+            Issue.record(error)
+        }
+        jetStream.close()
+        await client.close()
         await ClusterUDPTests.end(members, relays, nats)
     }
 

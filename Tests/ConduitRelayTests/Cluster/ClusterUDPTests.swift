@@ -14,13 +14,13 @@ struct ClusterUDPTests {
     static let secret = try! RelaySecret(bytes: Array("cluster-room-secret-0123456789ab".utf8))
 
     /// `count` relays on udp://127.0.0.1, each joined to the cluster at `nats`; their addresses.
-    static func relays(_ count: Int, cluster nats: NATSServerProcess, registry: TransportRegistry) async throws -> ([RelayServer], [TransportURL]) {
+    static func relays(_ count: Int, cluster nats: NATSServerProcess, registry: TransportRegistry, liveness: RelayClusterLiveness = .init()) async throws -> ([RelayServer], [TransportURL]) {
         var relays: [RelayServer] = []
         var addresses: [TransportURL] = []
         for _ in 0..<count {
             let relay = RelayServer(authority: RelayTokenAuthority(secret: secret), registry: registry)
             addresses.append(try await relay.listen(on: "udp://127.0.0.1:0"))
-            try await relay.joinCluster(nats.url)
+            try await relay.joinCluster(nats.url, liveness: liveness)
             relays.append(relay)
         }
         return (relays, addresses)

@@ -64,6 +64,33 @@ struct NATSClientTests {
         server.removeStorage()
     }
 
+    @Test func aPurgeOfOneSubjectLeavesHolesInTheStreamSequenceButNotInTheConsumers() async throws {
+        let server = try await NATSServerProcess.start(jetStream: true)
+        let client = try await NATSClient.connect(to: server.url)
+        let jetStream = try NATSJetStream(client: client)
+        try await jetStream.addStream(named: "TEST", subjects: ["conduit.old"])
+        // Found with other subjects: it takes the ones asked for.
+        try await jetStream.addStream(named: "TEST", subjects: ["conduit.s.>"])
+        for (index, subject) in ["conduit.s.a", "conduit.s.a", "conduit.s.b", "conduit.s.a", "conduit.s.b"].enumerated() {
+            #expect(try await jetStream.publish([UInt8(index)], on: subject, messageID: "\(index)") == UInt64(index + 1))
+        }
+        // a's messages before 4 go (1 and 2); a's 4 and b's stay.
+        try await jetStream.purge(stream: "TEST", subject: "conduit.s.a", before: 4)
+        let state = try await jetStream.state(ofStream: "TEST")
+        #expect(state.messages == 3 && state.first == 3 && state.last == 5)
+        var read: [(stream: UInt64?, consumer: UInt64?, payload: [UInt8])] = []
+        for await message in try await jetStream.subscribeOrdered(to: "conduit.s.>").messages {
+            read.append((message.streamSequence, message.consumerSequence, message.payload))
+            if read.count == 3 { break }
+        }
+        #expect(read.map(\.stream) == [3, 4, 5] && read.map(\.consumer) == [1, 2, 3] && read.map(\.payload) == [[2], [3], [4]])
+        await #expect(throws: NATSError.self) { try await jetStream.purge(stream: "NONE", subject: "conduit.s.a", before: 4) }
+        jetStream.close()
+        await client.close()
+        await server.stop()
+        server.removeStorage()
+    }
+
     @Test func withoutJetStreamTheStreamCannotBeMadeATypedError() async throws {
         let server = try await NATSServerProcess.start()
         let client = try await NATSClient.connect(to: server.url)
