@@ -25,9 +25,13 @@ extension FuzzTargets {
         }
         var hosting = rosterRelay
         var idle = RelayMachine()
-        idle.joinCluster(as: RelayNodeID(0x2222), roster: true, now: .zero)
+        idle.joinCluster(as: idleNode, roster: true, now: .zero)
         var reference = RelayRosterLog()
         _ = reference.apply(.joined(node: rosterNode, ticket: 1, peer: rosterPeer, dataSessionsSupported: true))
+        // What each relay's rooms are (the hosting one's and the idle one's), and which rooms'
+        // subjects each record emptied there, to check purges against.
+        var rooms: [[RoomID: RelayRosterLog]] = [[clusterRoom: reference], [:]]
+        var emptied: [[Int: Set<String>]] = [[:], [:]]
         var accepted = false
         var memberIn = true
         let now = ConduitInstant(nanoseconds: 2_000_000_000)
@@ -37,6 +41,18 @@ extension FuzzTargets {
                 accepted = true
                 if record.room == nil || record.room == clusterRoom { _ = reference.apply(record.event) }
                 if reference.entry(node: rosterNode, ticket: 1) == nil { memberIn = false }
+                for (side, node) in [rosterNode, idleNode].enumerated() {
+                    for roomID in record.room.map({ [$0] }) ?? rooms[side].keys.sorted() {
+                        guard var log = rooms[side][roomID] ?? (record.room == nil ? nil : RelayRosterLog()) else { continue }
+                        let existed = rooms[side][roomID] != nil
+                        _ = log.apply(record.event)
+                        rooms[side][roomID] = log.isEmpty ? nil : log
+                        // A room record's writer purges; after a nodeGone, a relay that knows no other.
+                        if existed, log.isEmpty, record.room == nil || record.node == node {
+                            emptied[side][index, default: []].insert(RelayRosterRecord.subject(ofRoom: roomID))
+                        }
+                    }
+                }
             }
             // Sequence 1 was the member's own join. The idle relay reads a stream with holes (a
             // purged room's records), which its consumer's count shows are not losses.
@@ -59,20 +75,21 @@ extension FuzzTargets {
             while let record = relay.pollRosterRecord() {
                 try check.require((try? RelayRosterRecord.parse(record.encoded)) == record, "the relay would append \(record), which does not parse back")
             }
-            // Purges fall due a minute after the record that emptied their room.
-            relay.handleTimeout(now: now + .seconds(61))
-            let sparse = relay.clusterNode != rosterNode
+            // Purges fall due `rosterCompactionDelay` (ten minutes) after the record that
+            // emptied their room, and only after one that did.
+            relay.handleTimeout(now: now + .seconds(601))
+            let side = relay.clusterNode == rosterNode ? 0 : 1
             while let purge = relay.pollRosterPurge() {
                 let at = purge.before - 1
-                let index = sparse ? (at >= 2 && at % 2 == 0 ? Int((at - 2) / 2) : -1) : Int(at) - 2
-                let record = chunks.indices.contains(index) ? try? RelayRosterRecord.parse(chunks[index]) : nil
-                try check.require(record.map { $0.room == nil || purge.subject == $0.subject } == true, "a purge \(purge) after the record at \(at): \(record.map { "\($0)" } ?? "none")")
+                let index = side == 1 ? (at >= 2 && at % 2 == 0 ? Int((at - 2) / 2) : -1) : Int(at) - 2
+                try check.require(emptied[side][index]?.contains(purge.subject) == true, "a purge \(purge) after the record at \(at), which emptied \(emptied[side][index] ?? [])")
             }
         }
         return accepted
     }
 
     static let rosterNode = RelayNodeID(0x1111)
+    static let idleNode = RelayNodeID(0x2222)
     static let rosterPeer: PeerID = "alice"
 
     /// A relay in roster mode hosting the room: alice joined through it, her join's record read

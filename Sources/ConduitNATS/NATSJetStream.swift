@@ -37,6 +37,7 @@ public final class NATSJetStream: Sendable {
     /// already (by another relay; its subjects are then made `subjects`, for a stream made by an
     /// earlier version). Fails if the server has no JetStream.
     public func addStream(named name: String, subjects: [String]) async throws(NATSError) {
+        let wanted = subjects
         let status: natsStatus = await onThread { context -> natsStatus in
             var config = jsStreamConfig()
             jsStreamConfig_Init(&config)
@@ -52,8 +53,20 @@ public final class NATSJetStream: Sendable {
                     config.Storage = js_FileStorage
                     let status = js_AddStream(nil, context.pointer, &config, nil, &errorCode)
                     guard errorCode == JSStreamNameExistErr else { return status }
-                    // Made already: that is the stream, with these subjects.
-                    return js_UpdateStream(nil, context.pointer, &config, nil, &errorCode)
+                    // Made already: that is the stream. Only its subjects are made these (its
+                    // other settings, an operator's included, stay).
+                    var info: UnsafeMutablePointer<jsStreamInfo>?
+                    let found = js_GetStreamInfo(&info, context.pointer, name, nil, &errorCode)
+                    defer { jsStreamInfo_Destroy(info) }
+                    guard found == NATS_OK, let existing = info?.pointee.Config else { return found == NATS_OK ? NATS_ERR : found }
+                    let (ownSubjects, ownCount) = (existing.pointee.Subjects, existing.pointee.SubjectsLen)
+                    let current = (0..<Int(ownCount)).compactMap { index in ownSubjects?[index].map { String(cString: $0) } }
+                    guard current != wanted else { return NATS_OK }
+                    // (The info's own list goes back before it is freed.)
+                    defer { (existing.pointee.Subjects, existing.pointee.SubjectsLen) = (ownSubjects, ownCount) }
+                    existing.pointee.Subjects = subjects.baseAddress
+                    existing.pointee.SubjectsLen = Int32(subjects.count)
+                    return js_UpdateStream(nil, context.pointer, existing, nil, &errorCode)
                 }
             }
         } ?? NATS_CONNECTION_CLOSED

@@ -23,12 +23,19 @@ final class RelayRosterChannel: Sendable {
     private let reader: TSanVisibleMutex<Reader>
     private let pending: AsyncStream<[RelayRosterRecord]>.Continuation
     private let publisher: Task<Void, Never>
+    /// Purges, made one at a time (a `nodeGone` can empty many rooms at once).
+    private let purging: AsyncStream<RelayRosterPurge>.Continuation
+    private let purger: Task<Void, Never>
     private let counts = Counts()
 
     private struct Reader {
         var subscription: NATSSubscription?
         var forward: Task<Void, Never>?
         var closed = false
+        /// Which consumer's records are passed on: each reading anew makes the previous one's
+        /// records (those it had not passed on yet) be dropped from then on, so that the machine
+        /// sees the new consumer's records after every record of the old one it will ever see.
+        var generation = 0
     }
 
     /// Finds or makes the stream and starts reading it; fails if the server has no JetStream.
@@ -70,35 +77,63 @@ final class RelayRosterChannel: Sendable {
                 }
             }
         }
-        read(subscription)
-    }
-
-    /// Makes `subscription` the one records come from (the previous one is cancelled).
-    private func read(_ subscription: NATSSubscription) {
-        let incoming = incoming
-        let counts = counts
-        let forward = Task {
-            for await message in subscription.messages {
-                if case .dropped = incoming.yield(message) { counts.dropped() }
+        let (purges, purging) = AsyncStream.makeStream(of: RelayRosterPurge.self)
+        self.purging = purging
+        purger = Task {
+            for await purge in purges {
+                do {
+                    try await jetStream.purge(stream: RelayRosterRecord.streamName, subject: purge.subject, before: purge.before)
+                } catch {
+                    counts.purgeFailed()
+                }
             }
         }
-        let (old, closed): (Reader, Bool) = reader.withLock { reader in
+        read(subscription, generation: 0)
+    }
+
+    /// Makes `subscription` the one records come from, if no later reading anew superseded
+    /// `generation` (the previous subscription is cancelled; a superseded one is).
+    private func read(_ subscription: NATSSubscription, generation: Int) {
+        let (old, current): (Reader, Bool) = reader.withLock { reader in
+            guard reader.generation == generation, !reader.closed else { return (Reader(), false) }
             let old = Reader(subscription: reader.subscription, forward: reader.forward)
             reader.subscription = subscription
-            reader.forward = forward
-            return (old, reader.closed)
+            reader.forward = forward(subscription, generation: generation)
+            return (old, true)
         }
         old.subscription?.cancel()
         old.forward?.cancel()
-        if closed { subscription.cancel() }
+        if !current { subscription.cancel() }
+    }
+
+    /// Passes `subscription`'s records on while `generation` is the current one.
+    private func forward(_ subscription: NATSSubscription, generation: Int) -> Task<Void, Never> {
+        let incoming = incoming
+        let counts = counts
+        return Task { [weak self] in
+            for await message in subscription.messages {
+                guard let self else { return }
+                let passed = self.reader.withLock { reader -> Bool in
+                    guard reader.generation == generation else { return false }
+                    if case .dropped = incoming.yield(message) { counts.dropped() }
+                    return true
+                }
+                if !passed { return }
+            }
+        }
     }
 
     /// Reads the stream again from `sequence` on (retried every 250 ms until the consumer is made).
+    /// The current consumer's records stop at once.
     func resume(from sequence: UInt64) {
+        let generation = reader.withLock { reader in
+            reader.generation += 1
+            return reader.generation
+        }
         Task {
-            while !reader.withLock({ $0.closed }) {
+            while reader.withLock({ !$0.closed && $0.generation == generation }) {
                 do {
-                    read(try await jetStream.subscribeOrdered(to: RelayRosterRecord.subjects, from: sequence))
+                    read(try await jetStream.subscribeOrdered(to: RelayRosterRecord.subjects, from: sequence), generation: generation)
                     return
                 } catch {
                     try? await Task.sleep(for: .milliseconds(250))
@@ -113,16 +148,8 @@ final class RelayRosterChannel: Sendable {
     /// Removes an emptied room's records from the stream, once (a failure is counted: the room's
     /// next emptying removes them too).
     func purge(_ purge: RelayRosterPurge) {
-        let jetStream = jetStream
-        let counts = counts
         counts.purgeAsked()
-        Task {
-            do {
-                try await jetStream.purge(stream: RelayRosterRecord.streamName, subject: purge.subject, before: purge.before)
-            } catch {
-                counts.purgeFailed()
-            }
-        }
+        purging.yield(purge)
     }
 
     /// Purges asked of the stream, and those that failed.
@@ -138,6 +165,8 @@ final class RelayRosterChannel: Sendable {
     /// Lets the records handed in be stored (within `limit`), then stops; the client closes after.
     func close(limit: Duration = .seconds(2)) async {
         pending.finish()
+        purging.finish()
+        purger.cancel()
         let publisher = publisher
         let finished = Task {
             try? await Task.sleep(for: limit)

@@ -45,7 +45,7 @@ extension RelayServer {
     public var clusterRosterRetries: Int { rosterRetries?() ?? 0 }
 
     /// Requests to remove an emptied room's records from the roster's stream, and those that
-    /// failed (``RelayRosterPurge``).
+    /// failed (`RelayRosterPurge` in ConduitRelayCore).
     public var clusterRosterPurges: (asked: Int, failed: Int) { rosterPurges?() ?? (0, 0) }
 
     /// Makes this relay node `node` of the cluster `bus` reaches (NATS, or the in-process bus of

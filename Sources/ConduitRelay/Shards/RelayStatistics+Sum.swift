@@ -29,6 +29,7 @@ extension RelayStatistics {
             \.invitationEventsReceived, \.invitationRequestsForwarded, \.invitationRequestsServed,
             \.invitationRequestsUnanswered, \.invitationRepliesUnmatched, \.invitationsLostWithRelay, \.invitationProxiesEvicted,
             \.rosterRecordsApplied, \.rosterMalformed, \.rosterSkipped, \.rosterGaps, \.rosterRecordsPublished, \.rosterJoinsRefused, \.heldForRoster, \.heldDropped,
+            \.rosterRemovedUnread,
         ]
     }
 }

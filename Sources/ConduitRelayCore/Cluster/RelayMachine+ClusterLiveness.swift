@@ -9,14 +9,16 @@ public struct RelayClusterLiveness: Sendable, Hashable {
     public var silenceTimeout: Duration
     /// An emptied room's records leave the roster's stream this long after the record that
     /// emptied it (``RelayRosterPurge``). A relay reading the stream further behind than this
-    /// could find some of them gone after it read others (joins answered meanwhile would already
-    /// have timed out there); much longer than any lag a working relay has.
+    /// (cut off from NATS that long, and taken for gone by the others) could find some of them
+    /// gone after it read others, and keep members of that room that left meanwhile (counted:
+    /// `rosterRemovedUnread`; restart it). Far longer than a working relay lags; short enough
+    /// that the stream holds little more than the rooms in use.
     public var rosterCompactionDelay: Duration
 
     /// Heartbeats every second; a relay silent for 4 s is dead, so that its members are reported
     /// left within 5 s of its death (issue 16), the room's next peer-list update included. An
-    /// emptied room's roster records go a minute after it emptied.
-    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(4), rosterCompactionDelay: Duration = .seconds(60)) {
+    /// emptied room's roster records go ten minutes after it emptied.
+    public init(heartbeatInterval: Duration = .seconds(1), silenceTimeout: Duration = .seconds(4), rosterCompactionDelay: Duration = .seconds(600)) {
         self.heartbeatInterval = heartbeatInterval
         self.silenceTimeout = silenceTimeout
         self.rosterCompactionDelay = rosterCompactionDelay

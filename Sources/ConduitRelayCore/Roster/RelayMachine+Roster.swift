@@ -44,21 +44,6 @@ extension RelayMachine {
         var unheard: [RelayNodeID: ConduitInstant] = [:]
     }
 
-    /// A routed frame from a member of another relay not yet in the roster here.
-    struct HeldFrame: Sendable {
-        let origin: RemoteMemberKey
-        let target: UInt16
-        let frame: [UInt8]
-        let heldAt: ConduitInstant
-    }
-
-    /// Frames held per room for members whose join record has not arrived.
-    static let maxHeldFrames = 4_096
-    static let maxHeldBytes = 4 << 20
-    /// Sessions per room whose held frames were dropped, kept to be reported (beyond this, the
-    /// drops are only counted).
-    static let maxHeldLosses = 4_096
-
     // MARK: Driver interface
 
     /// Whether membership comes from the roster (``joinCluster(as:liveness:roster:now:)``).
@@ -106,15 +91,23 @@ extension RelayMachine {
     }
 
     /// Takes `sequence` as the next record's if it is: one already taken is skipped (a redelivery,
-    /// or the tail of a stream read again); one missing here (the consumer's count skipped one,
-    /// or without a count, the stream's sequence did) stops everything after it until the stream
-    /// is read again from the missing one. With a count, a jump in the stream's sequence is
-    /// records removed, not lost; and a new consumer (count 1) starts where it was asked to.
+    /// or the tail of a stream read again); one missing here stops everything after it until the
+    /// stream is read again from the record after the last taken. With a consumer's count, a
+    /// record is missing when the count does not go on by one (a jump in the stream's sequence is
+    /// records removed, not lost); while reading again, only the new consumer's first record
+    /// (count 1, once the driver took the request) is taken. A count back at 1 that this relay
+    /// did not ask for (the client made a consumer of its own, past where it delivered, which may
+    /// be past a record dropped here) is a record missing too. Without a count, the stream's own
+    /// sequence must go on by one.
     private mutating func takeRosterSequence(_ sequence: UInt64, delivered: UInt64?) -> Bool {
-        let last = cluster!.roster!.lastSequence
-        let follows = delivered.map { $0 == 1 || $0 == cluster!.roster!.lastDelivered + 1 }
+        let roster = cluster!.roster!
+        let last = roster.lastSequence
+        let follows = delivered.map { roster.resyncing ? $0 == 1 && roster.resumeFrom == nil : $0 == roster.lastDelivered + 1 }
+        if follows == true {
+            cluster!.roster!.lastDelivered = delivered!
+            cluster!.roster!.resyncing = false
+        }
         guard sequence > last else {
-            if follows == true { cluster!.roster!.lastDelivered = delivered! }
             statistics.cluster.rosterSkipped += 1
             return false
         }
@@ -127,9 +120,12 @@ extension RelayMachine {
             }
             return false
         }
+        // Read anew past records that are gone: removed before this relay read them, so it was
+        // behind (or cut off) longer than `rosterCompactionDelay`, and the rooms they were about
+        // may be stale here. Counted.
+        if roster.resyncing, delivered != nil, last > 0, sequence > last + 1 { statistics.cluster.rosterRemovedUnread += 1 }
         cluster!.roster!.resyncing = false
         cluster!.roster!.lastSequence = sequence
-        if let delivered { cluster!.roster!.lastDelivered = delivered }
         return true
     }
 
@@ -147,18 +143,23 @@ extension RelayMachine {
             applyRoster(record.event, in: roomID, now: now)
             if existed, record.node == node { purgeIfEmptied(roomID, at: sequence, now: now) }
         } else {
+            // Any relay may have written it: the one with the lowest number among those this
+            // relay takes for alive purges (two that disagree purge twice, which removes nothing more).
+            let purges = cluster!.nodes.peers.keys.allSatisfy { node < $0 }
             for roomID in cluster!.roster!.logs.keys.sorted() {
                 applyRoster(record.event, in: roomID, now: now)
-                purgeIfEmptied(roomID, at: sequence, now: now)
+                if purges { purgeIfEmptied(roomID, at: sequence, now: now) }
             }
         }
     }
 
     /// The room's log emptied at `sequence`: its records up to that one are no longer needed, and
-    /// go once every relay has surely read them (`rosterCompactionDelay`).
+    /// go once every relay has surely read them (`rosterCompactionDelay`). One purge per room
+    /// waits: a later one covers the earlier.
     private mutating func purgeIfEmptied(_ roomID: RoomID, at sequence: UInt64, now: ConduitInstant) {
         guard cluster!.roster!.logs[roomID] == nil else { return }
         let purge = RelayRosterPurge(subject: RelayRosterRecord.subject(ofRoom: roomID), before: sequence + 1)
+        cluster!.roster!.scheduledPurges.removeAll { $0.purge.subject == purge.subject }
         cluster!.roster!.scheduledPurges.append((purge, now + cluster!.liveness.rosterCompactionDelay))
     }
 
@@ -299,10 +300,9 @@ extension RelayMachine {
         let key = RemoteMemberKey(node: entry.node, member: entry.number)
         rooms[roomID]!.addRemote(key, as: entry.number, entry.roomMember, in: roomID)
         sendPeerListUpdates(updates, in: roomID, except: nil)
-        let released = releaseHeldFrames(of: key, in: roomID, now: now)
-        reportHeldLosses(of: key, in: roomID, released: released, now: now)
+        releaseHeldFrames(of: key, in: roomID, now: now)
         // Its relay may have announced its subscriptions before this record came: asked again.
-        if rooms[roomID]!.awaitingRoster.remove(entry.node) != nil { publishPresence(roomID, wantsReply: true) }
+        if rooms[roomID]?.awaitingRoster.remove(entry.node) != nil { publishPresence(roomID, wantsReply: true) }
     }
 
     private mutating func removeRosterMembers(_ gone: [RelayRosterLog.Entry], from roomID: RoomID, updates: [PeerListUpdate], now: ConduitInstant) {
@@ -333,101 +333,6 @@ extension RelayMachine {
             for (_, member) in receivers { sendControl(member.connection, frame, tag: tag) }
             statistics.peerListUpdatesSent += 1
             rooms[roomID]!.version = update.version
-        }
-    }
-
-    // MARK: Frames ahead of their sender's record
-
-    /// Holds a frame from a member of another relay the roster has not brought yet (bounded: the
-    /// oldest goes when full, counted).
-    mutating func holdForRoster(_ frame: [UInt8], origin: RemoteMemberKey, to target: UInt16, in roomID: RoomID, now: ConduitInstant) {
-        statistics.cluster.heldForRoster += 1
-        rooms[roomID]!.heldForRoster.append(HeldFrame(origin: origin, target: target, frame: frame, heldAt: now))
-        rooms[roomID]!.heldBytes += frame.count
-        while rooms[roomID]!.heldForRoster.count > Self.maxHeldFrames || rooms[roomID]!.heldBytes > Self.maxHeldBytes {
-            dropOldestHeld(in: roomID)
-        }
-    }
-
-    private mutating func dropOldestHeld(in roomID: RoomID) {
-        guard let dropped = rooms[roomID]!.heldForRoster.popFirst() else { return }
-        rooms[roomID]!.heldBytes -= dropped.frame.count
-        statistics.cluster.heldDropped += 1
-        noteHeldLoss(dropped, in: roomID)
-    }
-
-    /// What is known of a session whose held frames were dropped: its type and subgroup name,
-    /// from the frames dropped.
-    struct HeldLoss: Sendable {
-        var type: SessionType?
-        var subgroup: SubgroupName?
-    }
-
-    /// A dropped frame that carried or ended a reliable session: its session is kept, to be
-    /// reported to the receivers once its sender's record comes.
-    private mutating func noteHeldLoss(_ dropped: HeldFrame, in roomID: RoomID) {
-        guard let scope = Self.clusterFrameScope(of: dropped.frame) else { return }
-        var type: SessionType?
-        switch scope.session {
-        case .open(let opened), .data(let opened):
-            guard Reliability.for(opened).isFullyReliable else { return }
-            type = opened
-        case .close:
-            break
-        }
-        let session = Self.sessionKey(stream: scope.stream, subgroupID: scope.subgroupID)
-        if rooms[roomID]!.heldLosses[dropped.origin]?[session] == nil {
-            guard rooms[roomID]!.heldLosses.values.reduce(0, { $0 + $1.count }) < Self.maxHeldLosses else { return }
-        }
-        var loss = rooms[roomID]!.heldLosses[dropped.origin, default: [:]][session] ?? HeldLoss()
-        loss.type = loss.type ?? type
-        loss.subgroup = loss.subgroup ?? scope.name
-        rooms[roomID]!.heldLosses[dropped.origin, default: [:]][session] = loss
-    }
-
-    /// Frames of `origin`'s reliable sessions were dropped while held: each session is reported to
-    /// its receivers as frames lost between relays are (``reportDataLost(from:in:messages:)``),
-    /// after the frames that were kept. A session none of whose frames were kept is opened first,
-    /// so that its receivers learn of it and of the loss. The report goes the way the sender's own
-    /// frames go (its relay's subgroup numbers, adopted here).
-    private mutating func reportHeldLosses(of origin: RemoteMemberKey, in roomID: RoomID, released: Set<UInt32>, now: ConduitInstant) {
-        guard let losses = rooms[roomID]?.heldLosses.removeValue(forKey: origin) else { return }
-        for (session, loss) in losses.sorted(by: { $0.key < $1.key }) {
-            let stream = StreamID(Int(session & 0xFFFF))
-            let subgroupID = UInt16(session >> 16)
-            var frames: [ControlFrame] = []
-            if !released.contains(session), let type = loss.type, subgroupID == 0 || loss.subgroup != nil {
-                frames.append(.sessionOpen(streamID: stream, subgroupID: subgroupID, subgroup: loss.subgroup, type: type))
-            }
-            frames.append(.sessionClose(streamID: stream, subgroupID: subgroupID, reason: .lostBetweenRelays))
-            for frame in frames {
-                guard rooms[roomID] != nil else { return }
-                deliverClusterFrame(RelayEnvelope.wrap(.routed, member: origin.member, frame.encoded), origin: origin, to: 0, in: roomID, now: now)
-            }
-            statistics.cluster.sessionsReportedLost += 1
-        }
-    }
-
-    /// Delivers `origin`'s held frames in order; returns the sessions they belonged to.
-    private mutating func releaseHeldFrames(of origin: RemoteMemberKey, in roomID: RoomID, now: ConduitInstant) -> Set<UInt32> {
-        guard rooms[roomID]!.heldForRoster.contains(where: { $0.origin == origin }) else { return [] }
-        let held = rooms[roomID]!.heldForRoster
-        rooms[roomID]!.heldForRoster = held.filter { $0.origin != origin }
-        rooms[roomID]!.heldBytes = rooms[roomID]!.heldForRoster.reduce(0) { $0 + $1.frame.count }
-        var sessions: Set<UInt32> = []
-        for frame in held where frame.origin == origin {
-            guard rooms[roomID] != nil else { break }
-            if let scope = Self.clusterFrameScope(of: frame.frame) { sessions.insert(Self.sessionKey(stream: scope.stream, subgroupID: scope.subgroupID)) }
-            deliverClusterFrame(frame.frame, origin: origin, to: frame.target, in: roomID, now: now)
-        }
-        return sessions
-    }
-
-    /// Frames whose sender's record did not come within `silenceTimeout` are dropped (counted).
-    private mutating func expireHeldFrames(now: ConduitInstant) {
-        guard let timeout = cluster?.liveness.silenceTimeout else { return }
-        for roomID in rooms.keys.sorted() {
-            while let first = rooms[roomID]!.heldForRoster.first, now - first.heldAt >= timeout { dropOldestHeld(in: roomID) }
         }
     }
 }

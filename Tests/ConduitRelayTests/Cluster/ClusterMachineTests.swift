@@ -32,13 +32,18 @@ struct ClusterHarness {
     /// Records (by sequence) that do not reach a relay the first time it reads them (its buffer
     /// overflowed): it reads the stream again from there when it asks to.
     var rosterLost: [Int: Set<Int>] = [:]
+    /// Records (by sequence) before which a relay's client makes a consumer of its own (as libnats
+    /// does after a reconnection): the count starts again at 1 there, unasked.
+    var rosterReset: [Int: Set<Int>] = [:]
+    let liveness: RelayClusterLiveness
 
-    init(configuration: RelayConfiguration = .init(), relayCount: Int = 2, roster: Bool = false) {
+    init(configuration: RelayConfiguration = .init(), relayCount: Int = 2, roster: Bool = false, liveness: RelayClusterLiveness = .init()) {
         nodes = (0..<relayCount).map { RelayNodeID(UInt64(0xA + $0)) }
         relays = (0..<relayCount).map { _ in RoomHarness(configuration: configuration) }
         rosterRead = Array(repeating: 0, count: relayCount)
         rosterDelivered = Array(repeating: 0, count: relayCount)
-        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], roster: roster, now: relays[index].now) }
+        self.liveness = liveness
+        for index in relays.indices { relays[index].relay.joinCluster(as: nodes[index], liveness: liveness, roster: roster, now: relays[index].now) }
     }
 
     /// A relay that starts later (same clock as the others), in the cluster from now on: with a
@@ -46,7 +51,7 @@ struct ClusterHarness {
     mutating func addRelay(configuration: RelayConfiguration = .init(), roster: Bool = true) {
         var relay = RoomHarness(configuration: configuration)
         relay.now = relays[0].now
-        relay.relay.joinCluster(as: RelayNodeID(UInt64(0xA + relays.count)), roster: roster, now: relay.now)
+        relay.relay.joinCluster(as: RelayNodeID(UInt64(0xA + relays.count)), liveness: liveness, roster: roster, now: relay.now)
         relays.append(relay)
         rosterRead.append(0)
         rosterDelivered.append(0)
@@ -100,6 +105,7 @@ struct ClusterHarness {
                 rosterRead[to] += 1
                 moved = true
                 guard let bytes = roster[rosterRead[to] - 1] else { continue }
+                if rosterReset[to]?.remove(rosterRead[to]) != nil { rosterDelivered[to] = 0 }
                 rosterDelivered[to] += 1
                 if rosterLost[to]?.remove(rosterRead[to]) != nil { continue }
                 relays[to].relay.handleRoster(bytes, sequence: UInt64(rosterRead[to]), delivered: rosterDelivered[to], now: relays[to].now)

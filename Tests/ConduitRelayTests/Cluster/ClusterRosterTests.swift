@@ -194,6 +194,47 @@ import Testing
         #expect(h.relays[1].clients["bob"]!.machine.statistics.peerListGaps == 0)
     }
 
+    @Test func aConsumerTheClientMadeAnewIsNotTrustedPastARecordDroppedHere() {
+        var h = ClusterHarness(relayCount: 2, roster: true)
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        // carol's join (record 3) is dropped at relay 1; then its client makes a consumer of its
+        // own from record 4 on (its count starts again at 1, as after a reconnection).
+        h.rosterLost = [1: [3]]
+        h.rosterReset = [1: [4]]
+        h.join("carol", at: 0)
+        h.join("dave", at: 0)
+        h.advance(by: .seconds(1))
+        #expect(rooms(h)[1] == rooms(h)[0] && rooms(h)[0].count == 4, "\(rooms(h))")
+        let statistics = h.relays[1].relay.statistics.cluster
+        #expect(statistics.rosterGaps == 1)
+        #expect(statistics.rosterRecordsApplied == 4)
+        #expect(statistics.rosterRemovedUnread == 0)
+    }
+
+    @Test func aRelayBehindLongerThanTheCompactionDelayCountsTheRecordsGoneUnread() {
+        var h = ClusterHarness(relayCount: 2, roster: true, liveness: RelayClusterLiveness(rosterCompactionDelay: .seconds(2)))
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        // Relay 1 stops reading while a room comes and goes at relay 0, and its records go.
+        h.rosterPaused = [1]
+        h.join("carol", at: 0, room: "other")
+        h.relays[0].clients["carol"]!.machine.leave()
+        h.relays[0].pump()
+        h.carry()
+        h.advance(by: .seconds(3))
+        #expect(h.roster.map { $0 != nil } == [true, true, false, false])
+        // Relay 1 reads again through a consumer its client made anew, past the hole.
+        h.join("dave", at: 0)
+        h.rosterReset = [1: [5]]
+        h.rosterPaused = []
+        h.carry()
+        let statistics = h.relays[1].relay.statistics.cluster
+        #expect(statistics.rosterRemovedUnread == 1)
+        #expect(statistics.rosterRecordsApplied == 3)
+        #expect(rooms(h)[1] == rooms(h)[0], "\(rooms(h))")
+    }
+
     @Test func aSilentRelaysMembersLeaveEverywhereInOneVersion() {
         var h = ClusterHarness(relayCount: 3, roster: true)
         h.join("alice", at: 0)
@@ -227,7 +268,7 @@ import Testing
     }
 
     @Test func aJoinTheRosterNeverTakesIsRefusedAndLeavesIfItsRecordLandsLater() {
-        var h = ClusterHarness(relayCount: 2, roster: true)
+        var h = ClusterHarness(relayCount: 2, roster: true, liveness: RelayClusterLiveness(rosterCompactionDelay: .seconds(60)))
         h.rosterPaused = [0, 1]
         h.join("alice", at: 0)
         h.advance(by: .seconds(16))
@@ -247,7 +288,7 @@ import Testing
     }
 
     @Test func anEmptiedRoomsRecordsLeaveTheStreamAndARelayStartedLaterAgrees() {
-        var h = ClusterHarness(relayCount: 2, roster: true)
+        var h = ClusterHarness(relayCount: 2, roster: true, liveness: RelayClusterLiveness(rosterCompactionDelay: .seconds(60)))
         h.join("alice", at: 0)
         h.join("bob", at: 1)
         h.join("carol", at: 0, room: "other")
