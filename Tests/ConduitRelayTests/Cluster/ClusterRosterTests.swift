@@ -122,15 +122,22 @@ import Testing
         #expect(h.relays[1].relay.statistics.cluster.unknownSender == 0)
     }
 
-    @Test func framesWhoseSenderNeverComesAreDroppedAndCountedThenReportedLostIfItDoes() {
+    /// bob at relay 1; alice joins at relay 0 while relay 1 reads no roster, opens a reliable
+    /// session and sends `text`: relay 1 holds her frames.
+    func aliceSendsBeforeHerRecordReachesRelay1(_ text: String) -> ClusterHarness {
         var h = ClusterHarness(relayCount: 2, roster: true)
         h.join("bob", at: 1)
         h.rosterPaused = [1]
         h.join("alice", at: 0)
         #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
         h.relays[0].pump()
-        h.relays[0].send("alice", main, "lost")
+        h.relays[0].send("alice", main, text)
         h.carry()
+        return h
+    }
+
+    @Test func framesWhoseSenderNeverComesAreDroppedAndCountedThenReportedLostIfItDoes() {
+        var h = aliceSendsBeforeHerRecordReachesRelay1("lost")
         let held = h.relays[1].relay.statistics.cluster.heldForRoster
         #expect(held > 0)
         h.advance(by: .seconds(5))
@@ -151,14 +158,7 @@ import Testing
     }
 
     @Test func aSessionPartlyDroppedWhileHeldIsReportedLostAfterWhatWasKept() {
-        var h = ClusterHarness(relayCount: 2, roster: true)
-        h.join("bob", at: 1)
-        h.rosterPaused = [1]
-        h.join("alice", at: 0)
-        #expect(h.relays[0].clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.relays[0].now) == .none)
-        h.relays[0].pump()
-        h.relays[0].send("alice", main, "early")
-        h.carry()
+        var h = aliceSendsBeforeHerRecordReachesRelay1("early")
         h.advance(by: .milliseconds(2_500))
         let early = h.relays[1].relay.statistics.cluster.heldForRoster
         h.relays[0].send("alice", main, "late")
