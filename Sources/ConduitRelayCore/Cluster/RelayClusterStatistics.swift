@@ -134,8 +134,9 @@ public struct RelayClusterStatistics: Sendable, Hashable {
     public var heldDropped = 0
     /// Times this relay read the roster's stream anew (after a lost record, or a reconnection)
     /// and found records gone that it had not read: removed as their room emptied, while this
-    /// relay was behind or cut off for longer than `rosterCompactionDelay`. The rooms they were
-    /// about may be stale here (restart the relay); never seen in a relay that keeps up.
+    /// relay was behind or cut off for longer than `rosterCompactionDelay`. Each time it started
+    /// over (its members disconnected `removedByCluster`, the stream read again from its start);
+    /// never seen in a relay that keeps up.
     public var rosterRemovedUnread = 0
 
     /// All counters at zero.

@@ -9,10 +9,9 @@ public struct RelayClusterLiveness: Sendable, Hashable {
     public var silenceTimeout: Duration
     /// An emptied room's records leave the roster's stream this long after the record that
     /// emptied it (``RelayRosterPurge``). A relay reading the stream further behind than this
-    /// (cut off from NATS that long, and taken for gone by the others) could find some of them
-    /// gone after it read others, and keep members of that room that left meanwhile (counted:
-    /// `rosterRemovedUnread`; restart it). Far longer than a working relay lags; short enough
-    /// that the stream holds little more than the rooms in use.
+    /// (cut off from NATS that long) finds some of them gone after it read others: it then starts
+    /// over, disconnecting its members (`rosterRemovedUnread`). Far longer than a working relay
+    /// lags; short enough that the stream holds little more than the rooms in use.
     public var rosterCompactionDelay: Duration
 
     /// Heartbeats every second; a relay silent for 4 s is dead, so that its members are reported

@@ -42,6 +42,10 @@ extension RelayMachine {
         /// Relays that wrote records but were never heard on the node stream, since when: gone
         /// unless heard within `silenceTimeout` (a relay that died before this one started).
         var unheard: [RelayNodeID: ConduitInstant] = [:]
+        /// Once it started over (RelayMachine+RosterStartOver.swift): its first ticket after, and
+        /// the joins it refused then (their records may still come, and must leave).
+        var startedOverAtTicket: UInt64?
+        var refusedAtStartOver: Set<UInt64> = []
     }
 
     // MARK: Driver interface
@@ -75,7 +79,7 @@ extension RelayMachine {
     /// may be removed (``RelayRosterPurge``), the consumer's count of the messages it delivered:
     /// 1, 2, 3… for each consumer, from 1 again for a new one.
     public mutating func handleRoster(_ bytes: [UInt8], sequence: UInt64, delivered: UInt64? = nil, now: ConduitInstant) {
-        guard usesRoster, takeRosterSequence(sequence, delivered: delivered) else { return }
+        guard usesRoster, takeRosterSequence(sequence, delivered: delivered, now: now) else { return }
         guard let record = try? RelayRosterRecord.parse(bytes) else {
             statistics.cluster.rosterMalformed += 1
             return
@@ -86,7 +90,7 @@ extension RelayMachine {
     /// A record of the roster, with its stream sequence (and the consumer's count, as above):
     /// applied once, in order.
     public mutating func handleRoster(_ record: RelayRosterRecord, sequence: UInt64, delivered: UInt64? = nil, now: ConduitInstant) {
-        guard usesRoster, takeRosterSequence(sequence, delivered: delivered) else { return }
+        guard usesRoster, takeRosterSequence(sequence, delivered: delivered, now: now) else { return }
         apply(record, sequence: sequence, now: now)
     }
 
@@ -99,7 +103,7 @@ extension RelayMachine {
     /// did not ask for (the client made a consumer of its own, past where it delivered, which may
     /// be past a record dropped here) is a record missing too. Without a count, the stream's own
     /// sequence must go on by one.
-    private mutating func takeRosterSequence(_ sequence: UInt64, delivered: UInt64?) -> Bool {
+    private mutating func takeRosterSequence(_ sequence: UInt64, delivered: UInt64?, now: ConduitInstant) -> Bool {
         let roster = cluster!.roster!
         let last = roster.lastSequence
         let follows = delivered.map { roster.resyncing ? $0 == 1 && roster.resumeFrom == nil : $0 == roster.lastDelivered + 1 }
@@ -122,8 +126,11 @@ extension RelayMachine {
         }
         // Read anew past records that are gone: removed before this relay read them, so it was
         // behind (or cut off) longer than `rosterCompactionDelay`, and the rooms they were about
-        // may be stale here. Counted.
-        if roster.resyncing, delivered != nil, last > 0, sequence > last + 1 { statistics.cluster.rosterRemovedUnread += 1 }
+        // may be stale here. It starts over.
+        if roster.resyncing, delivered != nil, last > 0, sequence > last + 1 {
+            startRosterOver(now: now)
+            return false
+        }
         cluster!.roster!.resyncing = false
         cluster!.roster!.lastSequence = sequence
         return true
@@ -254,6 +261,10 @@ extension RelayMachine {
         guard let id = cluster!.roster!.pending.removeValue(forKey: entry.ticket),
             case .admitting(let request, let grant, _, _)? = connections[id]?.phase
         else {
+            // Answered before this relay started over: its leave is in the stream already.
+            if let mark = cluster!.roster!.startedOverAtTicket, entry.ticket < mark, !cluster!.roster!.refusedAtStartOver.contains(entry.ticket) {
+                return addRemoteMember(entry, in: roomID, updates: updates, now: now)
+            }
             // The link closed (or its join timed out) meanwhile: it leaves the roster again.
             return abandon(entry, in: roomID, updates: updates, now: now)
         }
