@@ -258,7 +258,7 @@ public actor RelayServer {
             // the rest waits here until the room has drained. In a cluster, a part at a time,
             // each after the bus has room (RelayInProcessBus.swift says why).
             var next = 0
-            while links[id] != nil {
+            while hasLink(id) {
                 let end = cluster == nil ? batch.count : min(batch.count, next + Self.clusterReadPart)
                 next = ingest(id, batch, from: next, to: end)
                 guard next < batch.count else { break }
@@ -282,12 +282,12 @@ public actor RelayServer {
     /// Returns at once unless the machine holds this sender back; then when it lets it go (or
     /// the link ends).
     private func waitUntilReadable(_ id: RelayConnectionID) async {
-        guard links[id] != nil, !machine.mayRead(id, now: now()) else { return }
+        guard hasLink(id), !machine.mayRead(id, now: now()) else { return }
         await waitForResume(id)
     }
 
     private func waitForResume(_ id: RelayConnectionID) async {
-        guard links[id] != nil, machine.isReadPaused(id) else { return }
+        guard hasLink(id), { (machine: inout RelayMachine) in machine.isReadPaused(id) }(&machine) else { return }
         rearmTimer()
         await withCheckedContinuation { links[id]!.resumeWaiter = $0 }
     }
@@ -299,7 +299,7 @@ public actor RelayServer {
 
     /// Hands `batch` from `start` to the machine; returns where it stopped (see `RelayMachine.handle(_:batch:from:now:)`).
     private func ingest(_ id: RelayConnectionID, _ batch: DatagramBatch, from start: Int, to end: Int) -> Int {
-        guard links[id] != nil else { return batch.count }
+        guard hasLink(id) else { return batch.count }
         let next = machine.handle(id, batch: batch, from: start, to: end, now: now())
         runActions()
         return next
@@ -379,7 +379,18 @@ public actor RelayServer {
         machine.pollTransmit(id, into: &batch, maxBytes: 256 * 1024, now: now())
         // Draining may let held-back senders go.
         runActions()
-        return links[id]?.closing ?? true
+        return withLink(id) { $0.closing } ?? true
+    }
+
+    /// Whether link `id` is still open. Through the table's index: `links[id] != nil` copied the
+    /// link's state (its link, wake-up stream and waiter retained and released) on every read and write.
+    private func hasLink(_ id: RelayConnectionID) -> Bool { links.index(forKey: id) != nil }
+
+    /// `body` on link `id`'s state in place (nil: no such link). A read through `links[id]` or
+    /// the table's values copies the state; this runs for every batch a link writes.
+    @discardableResult private func withLink<R>(_ id: RelayConnectionID, _ body: (inout LinkState) -> R) -> R? {
+        guard let index = links.index(forKey: id) else { return nil }
+        return body(&links.values[index])
     }
 
     private func forceClose(_ id: RelayConnectionID, _ link: any TransportLink) async {
@@ -403,7 +414,7 @@ public actor RelayServer {
             case .authorize(let id, let request):
                 authorize(id, request)
             case .transmit(let id):
-                links[id]?.wake.yield()
+                withLink(id) { $0.wake.yield() }
             case .resumeReading(let id):
                 resumeReader(id)
             case .close(let id):
@@ -440,7 +451,10 @@ public actor RelayServer {
     /// invitation expiry) or the next forced close, whichever comes first.
     private func rearmTimer() {
         guard !isShutDown else { return }
-        var due = machine.nextTimeout()
+        // In place: `machine.nextTimeout()` on the actor's stored machine copied the whole machine
+        // (every table retained and released) after every batch, for a call the optimizer could
+        // not prove left it unchanged.
+        var due = { (machine: inout RelayMachine) in machine.nextTimeout() }(&machine)
         if let close = forceCloses.first?.due { due = due.map { min($0, close) } ?? close }
         guard let due else { return }
         timer.arm(at: due, on: clock) { [weak self] generation in await self?.timerFired(generation) }

@@ -47,9 +47,16 @@ extension RelayMachine {
         return false
     }
 
-    /// After `id`'s queue was written out: once under half the mark, it holds nobody back.
-    mutating func noteDrained(_ id: RelayConnectionID) {
-        guard connections[id]?.fullSince != nil, connections[id]!.outboxBytes <= configuration.receiverHighWater / 2 else { return }
+    /// After the queue of the connection at `index` (`id`) was written out: once under half the
+    /// mark, it holds nobody back.
+    mutating func noteDrained(_ id: RelayConnectionID, at index: [RelayConnectionID: Connection].Index) {
+        // Read in place: this runs after every write, and `connections[id]?.fullSince` copied
+        // the connection (its queues retained and released) and hashed its ID.
+        let lowWater = configuration.receiverHighWater / 2
+        let drained = { (connection: inout Connection) in
+            connection.fullSince != nil && connection.outboxBytes <= lowWater
+        }(&connections.values[index])
+        guard drained else { return }
         connections[id]!.fullSince = nil
         connections[id]!.fullEndedAt = latestNow
         connections[id]!.lagging = false

@@ -323,11 +323,19 @@ extension RelayMachine {
         timeoutFloor = timeoutFloor.map { min($0, instant) } ?? instant
     }
 
-    /// The earliest connection or room deadline, exactly: one scan, after a timeout.
+    /// The earliest connection or room deadline (see `timeoutFloor`), exactly: one scan, after a timeout.
     func scanTimeoutFloor() -> ConduitInstant? {
         var deadline: ConduitInstant?
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
-        for room in rooms.values { if let due = room.flushDue { consider(due) } }
+        let silence = cluster?.liveness.silenceTimeout
+        for room in rooms.values {
+            if let due = room.flushDue { consider(due) }
+            guard let silence else { continue }
+            // Another relay's members here are reported left once it is silent this long, and
+            // frames held for the roster are dropped once the oldest has waited this long.
+            for heard in room.remoteLastHeard.values { consider(heard + silence) }
+            if let first = room.heldForRoster.first { consider(first.heldAt + silence) }
+        }
         for (id, connection) in connections {
             if case .closing = connection.phase { continue }
             // A link the relay is not reading cannot be heard: it is not vanishing.

@@ -37,8 +37,8 @@ public struct RelayMachine: Sendable {
     var pressuredRooms: Set<RoomID> = []
     /// The latest `now` the driver passed in (a resumed reader counts as heard then).
     var latestNow = ConduitInstant.zero
-    /// No connection's vanish or join deadline and no room's peer-list flush is earlier (nil: none
-    /// is pending). A lower bound kept without a scan, because ``nextTimeout()`` runs after every
+    /// No connection's vanish or join deadline, no room's peer-list flush and, in a cluster, no
+    /// room's silent-relay or held-frame deadline is earlier (nil: none is pending). A lower bound kept without a scan, because ``nextTimeout()`` runs after every
     /// batch: those deadlines only move later, except where ``lowerTimeoutFloor(to:)`` is called,
     /// and ``handleTimeout(now:)`` makes it exact again. A stale bound only wakes the timer early.
     var timeoutFloor: ConduitInstant?
@@ -106,7 +106,7 @@ public struct RelayMachine: Sendable {
         statistics.expiredInRelay += expired
         if let now { latestNow = max(latestNow, now) }
         if count + expired > 0 { connections.values[index].lastTaken = latestNow }
-        noteDrained(id)
+        noteDrained(id, at: index)
         return count
     }
 

@@ -13,6 +13,10 @@
 // `nextTimeout()` (the server rearms its timer after every batch), and that once scanned every
 // connection and room.
 //
+// "Route_1_to_1_beside_999_rooms_clustered_64_B": the same, on a relay that is a node of a cluster
+// (a shard of `conduit relay --threads N`, or a relay clustered through NATS): its cluster
+// deadlines once scanned every room after every batch too.
+//
 // Only mallocCountTotal is gated (see ../../README.md). Expected: one allocation per incoming
 // frame (the relay copies the frame once, rewrites its envelope in place and shares that one
 // array among the 50 receivers' queues), so 1/50 of an allocation per forwarded message.
@@ -47,8 +51,9 @@ final class FanoutState: @unchecked Sendable {
     /// What the last `nextTimeout()` said (kept, so the call is not optimized away).
     var deadline: ConduitInstant?
 
-    init(payloadBytes: Int, receivers: Int, otherRooms: Int = 0) {
+    init(payloadBytes: Int, receivers: Int, otherRooms: Int = 0, clustered: Bool = false) {
         self.receivers = receivers
+        if clustered { relay.joinCluster(as: RelayNodeID(1), now: now) }
         var members: [(room: String, peer: String)] = (0...receivers).map { ("bench", "peer\($0)") }
         for room in 0..<otherRooms { members += [("idle\(room)", "a"), ("idle\(room)", "b")] }
         for (index, member) in members.enumerated() {
@@ -88,6 +93,9 @@ final class FanoutState: @unchecked Sendable {
     /// a connection once until its queue is empty again.)
     func drain() {
         defer { deadline = relay.nextTimeout() }
+        // What a clustered relay publishes for the other relays (nobody here takes it).
+        while relay.pollClusterMessage() != nil {}
+        while relay.pollClusterNodeMessage() != nil {}
         while let action = relay.pollAction() {
             switch action {
             case .transmit(let id):
@@ -117,8 +125,11 @@ let benchmarks: @Sendable () -> Void = {
         ]
     )
 
-    let cases = [("Fanout_1_to_50_64_B", 64, 50, 0), ("Fanout_1_to_50_1_KiB", 1_024, 50, 0), ("Route_1_to_1_beside_999_rooms_64_B", 64, 1, 999)]
-    for (name, bytes, receivers, otherRooms) in cases {
+    let cases = [
+        ("Fanout_1_to_50_64_B", 64, 50, 0, false), ("Fanout_1_to_50_1_KiB", 1_024, 50, 0, false),
+        ("Route_1_to_1_beside_999_rooms_64_B", 64, 1, 999, false), ("Route_1_to_1_beside_999_rooms_clustered_64_B", 64, 1, 999, true),
+    ]
+    for (name, bytes, receivers, otherRooms, clustered) in cases {
         var configuration = Benchmark.defaultConfiguration
         configuration.scalingFactor = .kilo
         Benchmark(name, configuration: configuration) { benchmark, state in
@@ -143,7 +154,7 @@ let benchmarks: @Sendable () -> Void = {
                 fatalError("\(state.delivered) frames delivered for \(routed) routed to \(state.receivers) receivers: \(state.relay.statistics)")
             }
         } setup: {
-            FanoutState(payloadBytes: bytes, receivers: receivers, otherRooms: otherRooms)
+            FanoutState(payloadBytes: bytes, receivers: receivers, otherRooms: otherRooms, clustered: clustered)
         }
     }
 }

@@ -96,7 +96,11 @@ extension RelayMachine {
         // whole room; that ran for every frame crossing shards. (Nothing adds or removes a room
         // in between, which would move the index.)
         guard takeSequence(of: message, room: room) else { return }
-        rooms.values[room].remoteLastHeard[message.node] = now
+        if rooms.values[room].remoteLastHeard.updateValue(now, forKey: message.node) == nil, let silence = cluster?.liveness.silenceTimeout {
+            // A relay newly heard about this room: the moment it would be dead there is a new
+            // deadline (one heard again only moves its own later, which the floor allows).
+            lowerTimeoutFloor(to: now + silence)
+        }
         switch message.body {
         case .presence(let members, let wantsReply, let holdingBack):
             applyPresence(members, of: message.node, in: message.room, now: now)
@@ -168,7 +172,7 @@ extension RelayMachine {
     /// Takes the message's place in its sender's stream; false for one older than what was
     /// taken. `room` is the index of the message's room in `rooms`.
     mutating func takeSequence(of message: RelayClusterMessage, room: Dictionary<RoomID, Room>.Index) -> Bool {
-        let previous = rooms.values[room].clusterInbound[message.node]
+        let previous = { (room: inout Room) in room.clusterInbound[message.node] }(&rooms.values[room])  // in place, not a copy of the room
         var missing: UInt64 = 0
         // Data messages of the stream before this one that never arrived.
         var dataMissing: UInt64 = 0

@@ -25,16 +25,10 @@ public struct RelayClusterLiveness: Sendable, Hashable {
 }
 
 extension RelayMachine {
-    /// The next heartbeat (when the node stream's timeouts run too), or the moment the quietest
-    /// other relay of a room would be dead.
-    func clusterDeadline() -> ConduitInstant? {
-        guard let cluster else { return nil }
-        var deadline = cluster.nextHeartbeat
-        for room in rooms.values {
-            for heard in room.remoteLastHeard.values { deadline = min(deadline, heard + cluster.liveness.silenceTimeout) }
-        }
-        return deadline
-    }
+    /// The next heartbeat (when the node stream's timeouts run too). When the quietest other
+    /// relay of a room would be dead is in the machine's timeout floor (``scanTimeoutFloor()``):
+    /// a walk over every room after every batch cost a busy shard more than its rooms' traffic.
+    func clusterDeadline() -> ConduitInstant? { cluster?.nextHeartbeat }
 
     /// Publishes every hosted room's presence and the node stream's heartbeat when a heartbeat is
     /// due (with the node stream's own timeouts), and reports the members of relays that fell

@@ -36,6 +36,9 @@ extension RelayMachine {
     /// oldest goes when full, counted).
     mutating func holdForRoster(_ frame: [UInt8], origin: RemoteMemberKey, to target: UInt16, in roomID: RoomID, now: ConduitInstant) {
         statistics.cluster.heldForRoster += 1
+        if rooms[roomID]!.heldForRoster.isEmpty, let silence = cluster?.liveness.silenceTimeout {
+            lowerTimeoutFloor(to: now + silence)  // the room's oldest held frame expires then
+        }
         rooms[roomID]!.heldForRoster.append(HeldFrame(origin: origin, target: target, frame: frame, heldAt: now))
         rooms[roomID]!.heldBytes += frame.count
         while rooms[roomID]!.heldForRoster.count > Self.maxHeldFrames || rooms[roomID]!.heldBytes > Self.maxHeldBytes {

@@ -218,15 +218,15 @@ extension RelayMachine {
         }
     }
 
-    /// The earliest roster deadline: an unheard relay's, a waiting join's, a held frame's, a
-    /// purge's.
+    /// The earliest roster deadline: an unheard relay's, a waiting join's, a purge's (a held
+    /// frame's is in the timeout floor, see ``scanTimeoutFloor()``).
     func rosterDeadline() -> ConduitInstant? {
-        guard let roster = cluster?.roster, let liveness = cluster?.liveness else { return nil }
+        // Field by field: binding `cluster?.roster` copied the roster's tables after every batch.
+        guard let silence = cluster?.liveness.silenceTimeout, let unheard = cluster?.roster?.unheard else { return nil }
         var deadline: ConduitInstant?
         func consider(_ instant: ConduitInstant) { deadline = deadline.map { min($0, instant) } ?? instant }
-        for since in roster.unheard.values { consider(since + liveness.silenceTimeout) }
-        for room in rooms.values { if let first = room.heldForRoster.first { consider(first.heldAt + liveness.silenceTimeout) } }
-        if let purge = roster.scheduledPurges.first { consider(purge.due) }
+        for since in unheard.values { consider(since + silence) }
+        if let purge = cluster?.roster?.scheduledPurges.first { consider(purge.due) }
         return deadline
     }
 

@@ -272,6 +272,35 @@ struct ClusterHarness {
         #expect(h.relays[0].take("alice").contains { if case .peersChanged(_, let left, _) = $0 { left.count == 2 } else { false } })
     }
 
+    /// A driver wakes the machine only at `nextTimeout()` (`RelayServer` arms one timer with it).
+    /// Heartbeats an hour apart leave the silence of another relay the only reason to wake: its
+    /// deadline must be among the machine's (kept in the timeout floor, not found by a walk over
+    /// every room after every batch), or its members would never be reported left.
+    @Test func aSilentRelaysDeadlineWakesTheRelayWithHeartbeatsFarApart() {
+        let silence = Duration.seconds(4)
+        var h = ClusterHarness(liveness: RelayClusterLiveness(heartbeatInterval: .seconds(3_600), silenceTimeout: silence))
+        h.join("alice", at: 0)
+        h.join("bob", at: 1)
+        let heard = h.relays[0].now
+        #expect(h.relays[0].relay.members(of: "room").values.sorted() == ["alice", "bob"])
+        h.deadRelays = [1]
+        var wakeUps = 0
+        while let due = h.relays[0].relay.nextTimeout(), due < heard + silence, wakeUps < 1_000 {
+            h.relays[0].now = max(h.relays[0].now, due)
+            h.relays[0].relay.handleTimeout(now: h.relays[0].now)
+            h.relays[0].pump()
+            wakeUps += 1
+        }
+        // Every earlier deadline handled (each time the floor was made exact again): relay 1's is next.
+        let due = h.relays[0].relay.nextTimeout()
+        #expect(due == heard + silence)
+        h.relays[0].now = due ?? h.relays[0].now
+        h.relays[0].relay.handleTimeout(now: h.relays[0].now)
+        h.relays[0].pump()
+        #expect(h.relays[0].relay.statistics.cluster.relaysTimedOut == 1)
+        #expect(h.relays[0].relay.members(of: "room").values.sorted() == ["alice"])
+    }
+
     @Test func garbageAndEchoesFromTheClusterAreDroppedAndCounted() {
         var h = spanning()
         let before = h.relays[0].relay.statistics.cluster
