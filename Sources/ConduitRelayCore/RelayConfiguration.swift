@@ -152,6 +152,7 @@ public struct RelayConnectionID: Hashable, Sendable, Comparable, CustomStringCon
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     public var description: String { "#\(rawValue)" }
 
+    /// Feeds the link number to `hasher` (what `hashValue` and other hashing code use).
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 
     /// What a `Dictionary` or `Set` hashes: a multiplicative hash, not SipHash. A relay looks a
