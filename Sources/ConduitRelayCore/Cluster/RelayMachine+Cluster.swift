@@ -96,9 +96,11 @@ extension RelayMachine {
         // whole room; that ran for every frame crossing shards. (Nothing adds or removes a room
         // in between, which would move the index.)
         guard takeSequence(of: message, room: room) else { return }
-        if rooms.values[room].remoteLastHeard.updateValue(now, forKey: message.node) == nil, let silence = cluster?.liveness.silenceTimeout {
-            // A relay newly heard about this room: the moment it would be dead there is a new
-            // deadline (one heard again only moves its own later, which the floor allows).
+        let previous = rooms.values[room].remoteLastHeard.updateValue(now, forKey: message.node)
+        if previous.map({ $0 > now }) ?? true, let silence = cluster?.liveness.silenceTimeout {
+            // A relay newly heard about this room (or a driver's `now` that went back): the
+            // moment it would be dead there is a new deadline. One heard again only moves its
+            // own later, which the floor allows.
             lowerTimeoutFloor(to: now + silence)
         }
         switch message.body {

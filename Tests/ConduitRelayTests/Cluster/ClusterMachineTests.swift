@@ -301,6 +301,27 @@ struct ClusterHarness {
         #expect(h.relays[0].relay.members(of: "room").values.sorted() == ["alice"])
     }
 
+    /// The same deadline when the relay is first heard while nothing else is due soon (the floor
+    /// exact and later): hearing it must lower the floor itself, since no scan comes before it.
+    @Test func aRelayFirstHeardLowersTheDeadlineItself() {
+        let silence = Duration.seconds(4)
+        var h = RoomHarness()
+        h.relay.joinCluster(as: RelayNodeID(0xA), liveness: RelayClusterLiveness(heartbeatInterval: .seconds(3_600), silenceTimeout: silence), now: h.now)
+        h.join("alice")
+        h.advance(by: .seconds(2))  // alice's join settled; every timeout since made the floor exact
+        let quiet = h.relay.nextTimeout()
+        #expect(quiet.map { $0 > h.now + silence } == true, "nothing due within the silence timeout yet: \(String(describing: quiet))")
+        // Another relay's first word about the room: an announcement with nobody in it (no
+        // peer-list change, so no other deadline comes with it).
+        let hello = RelayClusterMessage(node: RelayNodeID(0xB), room: "room", epoch: 1, sequence: 1, body: .presence(members: [], wantsReply: false))
+        h.relay.handleCluster(hello.encoded, now: h.now)
+        let heard = h.now
+        #expect(h.relay.nextTimeout() == heard + silence)
+        h.now = heard + silence
+        h.relay.handleTimeout(now: h.now)
+        #expect(h.relay.statistics.cluster.relaysTimedOut == 1)
+    }
+
     @Test func garbageAndEchoesFromTheClusterAreDroppedAndCounted() {
         var h = spanning()
         let before = h.relays[0].relay.statistics.cluster
