@@ -1,5 +1,5 @@
 # Suites that Scripts/test.sh and Scripts/sanitizers.sh run in passes of their own (test.sh's
-# comment says why), sourced by them and by .ci/run. `simulations` are virtual-time runs that want
+# comment says why), sourced by them. `simulations` are virtual-time runs that want
 # the cooperative pool to themselves: synchronous runs of two reliability engines on one thread,
 # and a conference through a loopback relay whose real tasks must keep up with the virtual clock
 # the test advances (beside the whole suite under ThreadSanitizer it fell behind and timed out).
