@@ -308,9 +308,10 @@ struct CallMachineDataTests {
         let fragments = events.fragments(of: key)
         #expect(fragments.count == events.count)
         #expect(fragments.count == 1 + 1 + 1 + 5 + 110 + 874)
-        #expect(fragments.map(\.messageID) == sends.indices.flatMap { index in
+        let expectedIDs: [UInt32] = sends.indices.flatMap { (index: Int) -> [UInt32] in
             Array(repeating: UInt32(index), count: max(1, (sends[index].count + 1_199) / 1_200))
-        })
+        }
+        #expect(fragments.map(\.messageID) == expectedIDs)
         for (index, original) in sends.enumerated() {
             let parts = fragments.filter { $0.messageID == UInt32(index) }
             #expect(parts.map(\.offset) == Array(stride(from: 0, to: max(1, original.count), by: 1_200)))
@@ -434,7 +435,8 @@ struct CallMachineDataTests {
         #expect(!harness.b.isHoldingBeyondLimit)
         let events = harness.takeEventsB()
         let received = type.isMessage ? events.deliveries.map(\.bytes).reduce([], +) : events.fragments(of: key).map(\.bytes).reduce([], +)
-        #expect(received == (1...5).flatMap { Array(repeating: UInt8($0), count: 3_000) })
+        let expected: [UInt8] = (1...5).flatMap { (number: UInt8) -> [UInt8] in Array(repeating: number, count: 3_000) }
+        #expect(received == expected)
 
         // Declining a stream that holds its limit also lets the host read again.
         let other = SessionKey(streamID: 303)

@@ -93,7 +93,8 @@ struct ImpairmentModelTests {
         let delivery = model.submit(size: 64, now: .zero).deliveries[0]
         var datagram = [UInt8](repeating: 0, count: 64)
         delivery.apply(to: &datagram)
-        #expect(datagram.map { $0.nonzeroBitCount }.reduce(0, +) == 1)
+        let bitsSet = datagram.reduce(0) { (sum: Int, byte: UInt8) in sum + byte.nonzeroBitCount }
+        #expect(bitsSet == 1)
     }
 
     @Test func optionsParseAndRefuseNonsense() throws {
@@ -116,7 +117,7 @@ struct ImpairmentModelTests {
         // 20 ms; the fourth would wait 30, and so would every later one (a drop takes no time).
         let fates = (0..<10).map { _ in model.submit(size: 1_250, now: .zero) }
         #expect(fates.map(\.isDropped) == [false, false, false] + Array(repeating: true, count: 7))
-        #expect(fates[2].deliveries.map(\.at) == [.zero + .milliseconds(30)])
+        #expect(fates[2].deliveries.map(\.at) == [ConduitInstant.zero + Duration.milliseconds(30)])
         #expect(model.statistics.droppedAtBottleneck == 7 && model.statistics.dropped == 7)
         #expect(model.statistics.maxQueueDelay == .milliseconds(20))
         // Once the buffer drained, a datagram goes through again.

@@ -50,7 +50,7 @@ struct BenchRoomTests {
     }
 
     static func run(relays: Int, receivers: Int, messages: Int, relayArguments: [String] = []) async throws -> BenchRoom.Report {
-        let secret = (0..<32).map { UInt8($0 * 7 + 3) }
+        let secret: [UInt8] = (UInt8(0)..<32).map { $0 &* 7 &+ 3 }
         let key = try RelaySecret(bytes: secret)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-room-test-\(UUID().uuidString)").path
         #expect(FileManager.default.createFile(atPath: file, contents: Data(secret)))

@@ -59,8 +59,8 @@ import Testing
         // A late joiner learns of the track when it joins.
         h.join("dave")
         #expect(h.clients["dave"]!.events.contains(.trackPublished("whiteboard", by: "alice", .reliableOrdered)))
-        #expect(test.trackMessages(h, "bob") == (1...10).map(String.init))
-        #expect(test.trackMessages(h, "carol") == (6...10).map(String.init))
+        #expect(test.trackMessages(h, "bob") == (1...10).map(\.description))
+        #expect(test.trackMessages(h, "carol") == (6...10).map(\.description))
         #expect(test.trackMessages(h, "dave").isEmpty)
         // Unpublishing tells everyone; sends are refused after.
         h.clients["alice"]!.machine.unpublishTrack("whiteboard")

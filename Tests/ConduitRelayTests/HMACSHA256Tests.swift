@@ -34,7 +34,7 @@ struct HMACSHA256Tests {
     /// Every length from 0 to 129 bytes, so the padding starts at each offset of a block: the
     /// digest of the 130 digests, computed independently (Python's hashlib).
     @Test func everyPaddingOffset() {
-        let pattern = (0..<130).map { UInt8(($0 * 7 + 3) % 256) }
+        let pattern: [UInt8] = (0..<130).map { (index: Int) -> UInt8 in UInt8((index * 7 + 3) % 256) }
         let digests = (0..<130).flatMap { SHA256.hash(pattern[..<$0]) }
         #expect(Self.hex(SHA256.hash(digests)) == "7d4d3660f01e79b7c40e7cac2d420a7422833ecd3ee0d9de37f36d31bfc52cfe")
     }

@@ -51,7 +51,8 @@ import Testing
         // bob receives both, each with the sender's connection ID as a 2-byte header.
         let atBob = messages(h, "bob")
         #expect(atBob.map(\.2) == ["from alice", "from carol"])
-        #expect(atBob.map(\.1) == [[UInt8(alice >> 8), UInt8(alice & 0xFF)], [UInt8(carol >> 8), UInt8(carol & 0xFF)]])
+        let senderHeaders: [[UInt8]] = [alice, carol].map { (member: UInt16) -> [UInt8] in [UInt8(member >> 8), UInt8(member & 0xFF)] }
+        #expect(atBob.map(\.1) == senderHeaders)
         // alice (sendrecv) hears carol; carol (sendonly) hears nobody; dave is not on the channel.
         #expect(messages(h, "alice").map(\.2) == ["from carol"])
         #expect(messages(h, "carol").isEmpty)

@@ -56,7 +56,7 @@ struct FlushOverSocketsTests {
         await call.proxy.setPartitioned(false)
         try await outbound.close(timeout: .seconds(30))
         let received = await reader.value
-        #expect(received.map(\.timestamp) == (0..<60).map { UInt64($0) })
+        #expect(received.map(\.timestamp) == Array(UInt64(0)..<60))
         #expect(received.map(\.bytes) == messages)
         await call.end()
     }

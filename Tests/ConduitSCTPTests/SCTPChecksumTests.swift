@@ -33,7 +33,8 @@ struct SCTPChecksumTests {
             var zeroed = packet
             zeroed[8...11] = [0, 0, 0, 0]
             let crc = zeroed.withUnsafeBytes { CRC32C.checksum($0) }
-            #expect(Array(packet[8...11]) == [UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 24)])
+            let crcLeastSignificantFirst: [UInt8] = withUnsafeBytes(of: crc.littleEndian) { Array($0) }
+            #expect(Array(packet[8...11]) == crcLeastSignificantFirst)
             for _ in 0..<20 {
                 var corrupted = packet
                 let bit = random.below(size * 8)

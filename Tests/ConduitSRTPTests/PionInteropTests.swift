@@ -22,9 +22,9 @@ struct PionInteropTests {
         let ours = try SRTPSession(profile: profile, outbound: key, inbound: key)
 
         // Plain packets: RTP with payload type 96 and growing sequence numbers; RTCP sender reports.
-        let rtp: [[UInt8]] = (0..<40).map { index in
-            [0x80, 96, UInt8(index >> 8), UInt8(index & 0xFF), 0, 0, 0x10, UInt8(index), 0x11, 0x22, 0x33, 0x44]
-                + random.bytes(1 + random.below(1_200))
+        let rtp: [[UInt8]] = (0..<40).map { (index: Int) -> [UInt8] in
+            let header: [UInt8] = [0x80, 96, UInt8(index >> 8), UInt8(index & 0xFF), 0, 0, 0x10, UInt8(index), 0x11, 0x22, 0x33, 0x44]
+            return header + random.bytes(1 + random.below(1_200))
         }
         let rtcp: [[UInt8]] = (0..<8).map { _ in [0x80, 200, 0x00, 0x06, 0x11, 0x22, 0x33, 0x44] + random.bytes(20) }
         // What pion will protect for us comes from another SSRC.

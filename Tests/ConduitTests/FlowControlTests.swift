@@ -175,7 +175,8 @@ struct FlowControlTests {
         try await within("the waiting send to complete") { try await sender.value }
         var aggregator = FragmentAggregator(streamID: 420)
         let wholes = fragments.compactMap { aggregator.add($0) }
-        #expect(wholes.map(\.timestamp) == (0..<UInt64(expected.count)).map { 10_000 + $0 })
+        let expectedTimestamps: [UInt64] = (0..<UInt64(expected.count)).map { 10_000 + $0 }
+        #expect(wholes.map(\.timestamp) == expectedTimestamps)
         #expect(wholes.map(\.bytes) == expected)
 
         // And the session is still usable afterwards.

@@ -49,7 +49,7 @@ struct FlushTests {
         }
         #expect(await clock.advance(by: .milliseconds(5), until: { received.all.compactMap(\.message).count == 27 }, limit: .seconds(2)))
         let messages = received.all.compactMap(\.message)
-        #expect(messages.map(\.timestamp) == (0..<27).map { UInt64($0) })
+        #expect(messages.map(\.timestamp) == Array(UInt64(0)..<27))
         #expect(messages.map(\.bytes) == (0..<27).map(Self.payload))
         received.cancel()
         try await clock.run(advancingBy: .milliseconds(20), limit: .seconds(60)) { try await pair.finish() }

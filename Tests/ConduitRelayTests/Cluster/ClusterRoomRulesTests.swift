@@ -238,7 +238,7 @@ import Testing
         h.relays[0].pump()
         h.carry()
         // The other relay shows alice's track to its members; nobody subscribed: nothing crosses.
-        #expect(h.relays[1].clients["bob"]!.events.contains(.trackPublished("whiteboard", by: "alice", .reliableOrdered)))
+        #expect(h.relays[1].clients["bob"]!.events.contains(ConferenceEvent.trackPublished("whiteboard", by: "alice", .reliableOrdered)))
         send("0")
         let forwardedBefore = h.relays[0].relay.statistics.cluster.framesForwarded
         #expect(h.relays[1].clients["bob"]!.machine.subscribeTrack("whiteboard", of: "alice") == true)
@@ -249,17 +249,17 @@ import Testing
         h.relays[1].pump()
         h.carry()
         for number in 6...10 { send("\(number)") }
-        #expect(trackMessages(h, "bob", at: 1) == (1...10).map(String.init))
-        #expect(trackMessages(h, "carol", at: 1) == (6...10).map(String.init))
+        #expect(trackMessages(h, "bob", at: 1) == (1...10).map(\.description))
+        #expect(trackMessages(h, "carol", at: 1) == (6...10).map(\.description))
         #expect(h.relays[0].relay.statistics.cluster.framesForwarded == forwardedBefore + 10)
         // A late joiner on the other relay learns of the track when it joins.
         h.join("dave", at: 1)
-        #expect(h.relays[1].clients["dave"]!.events.contains(.trackPublished("whiteboard", by: "alice", .reliableOrdered)))
+        #expect(h.relays[1].clients["dave"]!.events.contains(ConferenceEvent.trackPublished("whiteboard", by: "alice", .reliableOrdered)))
         // Unpublishing reaches the other relay's members.
         h.relays[0].clients["alice"]!.machine.unpublishTrack("whiteboard")
         h.relays[0].pump()
         h.carry()
-        #expect(h.relays[1].clients["carol"]!.events.contains(.trackUnpublished("whiteboard", by: "alice")))
+        #expect(h.relays[1].clients["carol"]!.events.contains(ConferenceEvent.trackUnpublished("whiteboard", by: "alice")))
         #expect(h.relays[1].relay.statistics.cluster.unknownTrack == 0)
     }
 

@@ -25,7 +25,8 @@ struct NATSClientTests {
         #expect(received.count == count)
         for (index, message) in received.enumerated() {
             #expect(message.subject == "conduit.test.\(index % 3)")
-            #expect(message.payload == [UInt8(index & 0xFF), UInt8(index >> 8)] + Array(repeating: 7, count: index % 40))
+            let expected: [UInt8] = [UInt8(index & 0xFF), UInt8(index >> 8)] + [UInt8](repeating: 7, count: index % 40)
+            #expect(message.payload == expected)
         }
         #expect(subscription.dropped == 0)
         await publisher.close()
