@@ -54,8 +54,10 @@ struct ReliabilityDeliveryTests {
         var rest = DatagramBatch()
         rest.append([0xFF])  // not empty: appended after what is there
         #expect(b.pollDeliveries(now: .zero, into: &rest, maxFrames: 100) == 6)
-        let firstFrames: [[UInt8]] = (0..<first.count).map { first[$0] }, restFrames: [[UInt8]] = (0..<rest.count).map { rest[$0] }
-        let expectedFirst: [[UInt8]] = (UInt8(0)..<4).map { [$0] }, expectedRest: [[UInt8]] = [[0xFF]] + (UInt8(4)..<10).map { [$0] }
+        let firstFrames: [[UInt8]] = (0..<first.count).map { first[$0] }
+        let restFrames: [[UInt8]] = (0..<rest.count).map { rest[$0] }
+        let expectedFirst: [[UInt8]] = (UInt8(0)..<4).map { [$0] }
+        let expectedRest: [[UInt8]] = [[0xFF]] + (UInt8(4)..<10).map { [$0] }
         #expect(firstFrames == expectedFirst)
         #expect(restFrames == expectedRest)
         #expect(b.receiveBufferedBytes == 0)
