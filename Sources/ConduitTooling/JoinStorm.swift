@@ -48,7 +48,7 @@ package enum JoinStorm {
     }
 
     /// What the storm saw.
-    package struct Report: Sendable, Hashable, Encodable {
+    package struct Report: Sendable, Hashable, Codable {
         /// HELLOs that started an attempt.
         package var attempts = 0
         /// COOKIEs, ACCEPTs (links established at the listener) and joins sent.

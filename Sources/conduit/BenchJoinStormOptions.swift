@@ -21,6 +21,9 @@ struct BenchJoinStormOptions: ParsableArguments {
     @Option(name: .customLong("storm-sockets"), help: "Join storm: sockets (source ports) in the pool, bounding attempts in flight.")
     var sockets = 2_048
 
+    @Flag(name: .customLong("storm-yields-cpu"), help: "Join storm: run at the lowest CPU priority (SCHED_IDLE), so the storm takes only CPU time the relay and its members leave, as attackers on other machines would.")
+    var yieldsCPU = false
+
     func run(json: Bool) async throws {
         guard let url else { return }
         let parsed = try ReportOutput.checked { () throws(ConduitError) in try TransportURL(parsing: url) }
@@ -34,6 +37,7 @@ struct BenchJoinStormOptions: ParsableArguments {
         options.duration = .milliseconds(Int64(seconds * 1_000))
         options.sockets = sockets
         options.junkDatagrams = junk
+        options.yieldsCPU = yieldsCPU
         let report: JoinStorm.Report
         do throws(ConduitError) { report = try await JoinStorm.run(options) } catch { throw ValidationError(error.message) }
         if json { try ReportOutput.printJSON(report) } else { print("join storm: \(report.summary)") }
