@@ -10,6 +10,7 @@
 #   libFuzzer's driver. The archive is pulled only where that driver is named, so the test bundle
 #   and the conduit executable, which have mains of their own, link as usual. (--sanitize fuzzer
 #   would link libFuzzer's main into every executable, the test bundle's included.)
+# - No DWARF debug info, as in the thread build (Scripts/sanitizer-build-flags.sh says why).
 # - The index store stays on: on Linux, SwiftPM's test discovery reads it (`--build-tests` with
 #   `--disable-index-store` fails: "index store path does not exist").
 toolchain_bin="$(dirname "$(readlink -f "$(command -v swiftc)")")"
@@ -18,8 +19,10 @@ if [ -z "$fuzzer_archive" ]; then
     echo "no libclang_rt.fuzzer_no_main in the Swift toolchain at $toolchain_bin/.." >&2
     exit 1
 fi
+source Scripts/sanitizer-build-flags.sh
 asan_fuzz_flags=(
     --enable-all-traits --sanitize address
     -Xlinker "$fuzzer_archive" -Xlinker -lstdc++
+    "${sanitizer_build_flags[@]}"
 )
 export CONDUIT_FUZZ=1  # the manifest with conduit-fuzz, the same for both scripts

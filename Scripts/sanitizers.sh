@@ -72,7 +72,8 @@ if [ "$sanitizer" = address ]; then
     source Scripts/asan-fuzz-flags.sh
     flags=("${asan_fuzz_flags[@]}")
 else
-    flags=(--enable-all-traits --sanitize thread)
+    source Scripts/sanitizer-build-flags.sh
+    flags=(--enable-all-traits --sanitize thread "${sanitizer_build_flags[@]}")
 fi
 start=$SECONDS
 if $build; then

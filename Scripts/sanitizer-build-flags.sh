@@ -1,0 +1,13 @@
+# Sourced by Scripts/sanitizers.sh and Scripts/asan-fuzz-flags.sh: what the sanitizer builds add to
+# `swift build`, to spend less CPU on builds that only run the suite (CI makes both beside its
+# other steps, on 2 cores). The ThreadSanitizer build here, cold: 559 s on both cores and 1,028 s
+# of CPU as SwiftPM makes it, 447 s and 817 s without debug info, 423 s and 752 s whole-module too.
+# - No DWARF debug info (the frontend's -gnone after SwiftPM's own -g): a report still names each
+#   frame's function from the symbol table, which is what the suppressions match, but gives no
+#   file and line. SANITIZER_DEBUG_INFO=full keeps it.
+# - Whole-module compiles (-wmo, two threads): one frontend per module, not one per batch of files
+#   that each parse the whole module again. Nothing is optimized: still -Onone.
+sanitizer_build_flags=(-Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 2)
+if [ "${SANITIZER_DEBUG_INFO:-none}" != full ]; then
+    sanitizer_build_flags+=(-Xswiftc -Xfrontend -Xswiftc -gnone)
+fi
