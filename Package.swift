@@ -454,7 +454,8 @@ if Context.environment["CONDUIT_FUZZ"] != nil {
     }
 }
 
-// Documentation: swift-docc-plugin only when building the docs (`CONDUIT_DOCS=1 bash Scripts/docs.sh`),
+// Documentation: swift-docc-plugin only when asked for (`CONDUIT_DOCS=1 swift package generate-documentation`;
+// Scripts/docs.sh extracts from the test build and needs no plugin),
 // so that host apps and the ordinary build do not resolve it.
 if Context.environment["CONDUIT_DOCS"] != nil {
     package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
