@@ -6,8 +6,10 @@
 #   frame's function from the symbol table, which is what the suppressions match, but gives no
 #   file and line. SANITIZER_DEBUG_INFO=full keeps it.
 # - Whole-module compiles (-wmo, two threads): one frontend per module, not one per batch of files
-#   that each parse the whole module again. Nothing is optimized: still -Onone.
-sanitizer_build_flags=(-Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 2)
+#   that each parse the whole module again. Nothing is optimized: still -Onone. -disable-batch-mode
+#   undoes SwiftPM's -enable-batch-mode (the later flag wins), which with -wmo drew one driver
+#   warning per module (223 lines in a CI run).
+sanitizer_build_flags=(-Xswiftc -wmo -Xswiftc -disable-batch-mode -Xswiftc -num-threads -Xswiftc 2)
 if [ "${SANITIZER_DEBUG_INFO:-none}" != full ]; then
     sanitizer_build_flags+=(-Xswiftc -Xfrontend -Xswiftc -gnone)
 fi
