@@ -454,7 +454,7 @@ if Context.environment["CONDUIT_FUZZ"] != nil {
     }
 }
 
-// Documentation: swift-docc-plugin only when asked for (`CONDUIT_DOCS=1 swift package generate-documentation`;
+// Documentation: swift-docc-plugin only when asked for (`CONDUIT_DOCS=1 swift package --enable-all-traits generate-documentation --target MODULE`;
 // Scripts/docs.sh extracts from the test build and needs no plugin),
 // so that host apps and the ordinary build do not resolve it.
 if Context.environment["CONDUIT_DOCS"] != nil {

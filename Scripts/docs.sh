@@ -3,7 +3,8 @@
 # the public declarations that have no documentation comment.
 #
 #   bash Scripts/docs.sh               archives in .build/documentation/MODULE.doccarchive
-#   bash Scripts/docs.sh --skip-build  from the debug build Scripts/test.sh made (CI)
+#   bash Scripts/docs.sh --skip-build  from the debug build Scripts/test.sh just made (CI); whether
+#                                      it is current is not checked, only that it has every trait
 #
 # The build is Scripts/test.sh's (every trait, so ConduitSCTP, ConduitSRTP and ConduitKernelSCTP
 # are documented with their sources: without their trait they compile empty; this needs the system
@@ -21,6 +22,10 @@ started=$SECONDS
 graphs=.build/symbol-graphs
 log=.build/docs.log
 
+case "${1:-}" in
+    ""|--skip-build) ;;
+    *) echo "Scripts/docs.sh: unknown option $1 (only --skip-build)" >&2; exit 2 ;;
+esac
 if [ "${1:-}" != --skip-build ]; then
     echo "Scripts/docs.sh: swift build --build-tests --enable-all-traits (Scripts/test.sh's build)"
     swift build --build-tests --enable-all-traits

@@ -4,26 +4,34 @@
     python3 Scripts/extract-symbol-graphs.py OUTPUT_DIR MODULE...
     python3 Scripts/extract-symbol-graphs.py --check MODULE...
 
+Runs swift-symbolgraph-extract (from the toolchain that compiled the modules) on each MODULE's
+.swiftmodule in .build/debug, with the search paths and C module maps of that module's own compile
+command in SwiftPM's build manifest (.build/debug.yaml), and the options SwiftPM gives the plugin:
+public symbols and up, synthesized members, extension blocks, no SPI (inherited docs kept, as the
+plugin's graphs have them: Scripts/undocumented.py relies on it). Writes
+OUTPUT_DIR/MODULE/MODULE.symbols.json (and MODULE@OTHER for extensions of other modules' types),
+and into each MODULE folder the package's snippets (Snippets/**/*.swift) as the plugin's
+snippet-extract writes them (conduit-snippets.symbols.json), which the catalogs' @Snippet
+directives name. Unlike the plugin, it builds nothing: the plugin's build compiled the product
+modules a second time. Exits 1 when a module is not in the manifest or its graph has no symbol.
+
 --check exits 0 when the manifest is the every-trait build's (each MODULE compiled with every
 trait, its .swiftmodule there), 1 otherwise: extracted from another build, ConduitSCTP, ConduitSRTP
-and ConduitKernelSCTP would be documented empty.
-
-Runs swift-symbolgraph-extract on each MODULE's .swiftmodule in .build/debug, with the search
-paths and C module maps of that module's own compile command in SwiftPM's build manifest
-(.build/debug.yaml), and the plugin's options: public symbols and up, synthesized members,
-extension blocks, no SPI. Writes OUTPUT_DIR/MODULE/MODULE.symbols.json (and MODULE@OTHER for
-extensions of other modules' types), and into each MODULE folder the package's snippets
-(Snippets/*.swift) as the plugin's snippet-extract writes them (conduit-snippets.symbols.json:
-the leading comment is the explanation, `// snippet.hide` and `// snippet.show` bound what is
-shown), which the catalogs' @Snippet directives name. Unlike the plugin, it builds nothing: the
-plugin's build compiled the product modules a second time. Exits 1 when a module is not in the
-manifest.
+and ConduitKernelSCTP would be documented empty. It does not tell whether that build is current:
+Scripts/docs.sh builds first unless told the test build just ran (--skip-build).
 """
 import json
 import os
 import re
 import subprocess
 import sys
+
+TRAITS = ("-DSCTP", "-DSRTP", "-DKernelSCTP", "-DNATS", "-DZlib")
+# Options whose value is the next argument, kept for the extractor (the value is never an option).
+KEPT_WITH_VALUE = ("-I", "-target", "-module-cache-path", "-swift-version", "-Xcc")
+# The plugin's snippet markers (SnippetParser.swift): `// snippet.hide`, `// snippet.show`, and
+# slice markers (`// snippet.NAME`, `// snippet.end`), in any case, with or without a space.
+MARKER = re.compile(r"^\s*//\s*snippet\.(\w+)", re.IGNORECASE)
 
 
 def compile_arguments(manifest: str, module: str) -> list[str]:
@@ -38,52 +46,68 @@ def compile_arguments(manifest: str, module: str) -> list[str]:
 def extract_arguments(compile: list[str], module: str, output: str) -> list[str]:
     arguments = ["-module-name", module, "-output-dir", output, "-minimum-access-level", "public",
                  "-emit-extension-block-symbols"]
-    for index, argument in enumerate(compile[:-1]):
-        following = compile[index + 1]
-        if argument in ("-I", "-target", "-module-cache-path", "-swift-version"):
-            arguments += [argument, following]
-        elif argument == "-Xcc" and compile[index - 1] != "-Xcc":
-            arguments += ["-Xcc", following]
+    index = 1  # compile[0] is swiftc
+    while index < len(compile):
+        argument = compile[index]
+        if argument in KEPT_WITH_VALUE and index + 1 < len(compile):
+            arguments += [argument, compile[index + 1]]
+            index += 2
         elif argument.startswith("-I") and len(argument) > 2:
             arguments.append(argument)
+            index += 1
+        else:
+            index += 1
     return arguments
 
 
 def snippet_symbol(path: str, package: str) -> dict:
     name = os.path.splitext(os.path.basename(path))[0]
     lines = open(path, encoding="utf-8").read().split("\n")
-    marker = lambda line: line.strip() in ("// snippet.hide", "// snippet.show")
+    if any("snippet." in line and "/*" in line for line in lines):
+        raise SystemExit(f"extract-symbol-graphs: {path}: a snippet marker in a block comment (write it as `// snippet.hide`)")
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    # The explanation: the leading line comments, up to a blank line, a marker or code.
     explanation = []
-    for line in lines:
-        if not line.strip() or marker(line) or not line.lstrip().startswith("//"):
+    for line in lines[start:]:
+        if not line.strip() or MARKER.match(line) or not line.lstrip().startswith("//"):
             break
         explanation.append(line.lstrip()[2:])
-    consumed = len(explanation)
-    indent = min((len(text) - len(text.lstrip()) for text in explanation if text.strip()), default=0)
-    explanation = [text[indent:] for text in explanation]
+    consumed = start + len(explanation)
+    first = next((text for text in explanation if text.strip()), "")
+    indent = len(first) - len(first.lstrip())
+    explanation = [text[min(indent, len(text) - len(text.lstrip())):] for text in explanation]
+    while explanation and not explanation[0].strip():
+        explanation.pop(0)
     while explanation and not explanation[-1].strip():
         explanation.pop()
     shown, visible = [], True
     for line in lines[consumed:]:
-        if marker(line):
-            visible = line.strip() == "// snippet.show"
+        marker = MARKER.match(line)
+        if marker:
+            kind = marker.group(1).lower()
+            if kind in ("hide", "show"):
+                visible = kind == "show"
+            else:
+                raise SystemExit(f"extract-symbol-graphs: {path}: snippet slices (`snippet.{marker.group(1)}`) are not supported here")
         elif visible and (shown or line.strip()):
             shown.append(line)
     while shown and not shown[-1].strip():
         shown.pop()
     indent = min((len(line) - len(line.lstrip(" ")) for line in shown if line), default=0)
-    shown = [line[indent:] for line in shown]
     return {
         "accessLevel": "public", "isVirtual": True, "kind": {"identifier": "snippet", "displayName": "Snippet"},
         "identifier": {"precise": f"$snippet__{package}.{name}", "interfaceLanguage": "swift"},
         "names": {"title": name}, "pathComponents": ["Snippets", name],
         "docComment": {"lines": [{"text": text} for text in explanation]},
-        "snippet": {"language": "swift", "lines": shown},
+        "snippet": {"language": "swift", "lines": [line[indent:] for line in shown]},
     }
 
 
 def snippet_graph(package: str) -> dict:
-    files = sorted(os.path.join("Snippets", name) for name in os.listdir("Snippets") if name.endswith(".swift"))
+    files = sorted(os.path.join(root, name) for root, _, names in os.walk("Snippets")
+                   for name in names if name.endswith(".swift"))
     return {
         "metadata": {"formatVersion": {"major": 0, "minor": 1, "patch": 0}, "generator": "snippet-extract"},
         "module": {"name": package, "platform": {}, "isVirtual": True},
@@ -91,10 +115,7 @@ def snippet_graph(package: str) -> dict:
     }
 
 
-TRAITS = ("-DSCTP", "-DSRTP", "-DKernelSCTP", "-DNATS", "-DZlib")
-
-
-def is_current(manifest: str, modules: list[str], modules_dir: str) -> bool:
+def is_every_trait_build(manifest: str, modules: list[str], modules_dir: str) -> bool:
     for module in modules:
         try:
             compile = compile_arguments(manifest, module)
@@ -117,15 +138,20 @@ def main() -> int:
         manifest = ""
     modules_dir = os.path.realpath(".build/debug/Modules")
     if output == "--check":
-        return 0 if is_current(manifest, modules, modules_dir) else 1
+        return 0 if is_every_trait_build(manifest, modules, modules_dir) else 1
+    snippets = snippet_graph("conduit") if os.path.isdir("Snippets") else None
     for module in modules:
         directory = os.path.join(output, module)
         os.makedirs(directory, exist_ok=True)
-        arguments = extract_arguments(compile_arguments(manifest, module), module, directory)
-        subprocess.run(["swift-symbolgraph-extract", "-I", modules_dir] + arguments, check=True)
-        if os.path.isdir("Snippets"):
+        compile = compile_arguments(manifest, module)
+        extractor = os.path.join(os.path.dirname(compile[0]), "swift-symbolgraph-extract")
+        subprocess.run([extractor, "-I", modules_dir] + extract_arguments(compile, module, directory), check=True)
+        with open(os.path.join(directory, module + ".symbols.json"), encoding="utf-8") as file:
+            if not json.load(file)["symbols"]:
+                raise SystemExit(f"extract-symbol-graphs: {module} has no public symbol (built without its trait?)")
+        if snippets is not None:
             with open(os.path.join(directory, "conduit-snippets.symbols.json"), "w", encoding="utf-8") as file:
-                json.dump(snippet_graph("conduit"), file)
+                json.dump(snippets, file)
     return 0
 
 

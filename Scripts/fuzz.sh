@@ -41,7 +41,8 @@ while [ $# -gt 0 ]; do
         --jobs) jobs="$2"; shift 2 ;;
         --list) list=true; shift ;;
         --skip-build) skip_build=true; shift ;;
-        --release) scratch=.build-fuzz-release; configuration=(-c release -Xswiftc -assert-config -Xswiftc Debug); shift ;;
+        --release) scratch=.build-fuzz-release; configuration=(-c release -Xswiftc -assert-config -Xswiftc Debug)
+                   sanitizer_build_release=true; shift ;;  # SwiftPM's release flags (Scripts/sanitizer-build-flags.sh)
         -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         -*) echo "Scripts/fuzz.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;

@@ -3,8 +3,8 @@
 
     python3 Scripts/undocumented.py SYMBOL_GRAPH_DIR [--list]
 
-Reads the symbol graphs that swift-docc-plugin extracted for `generate-documentation` (or
-`swift package dump-symbol-graph`, or the compiler's `-emit-symbol-graph`) wrote, in any folders below the
+Reads the symbol graphs that Scripts/extract-symbol-graphs.py extracted for Scripts/docs.sh (or
+swift-docc-plugin for `generate-documentation`, or `swift package dump-symbol-graph`) wrote, in any folders below the
 one given: `MODULE.symbols.json` and, for extensions of other modules' types,
 `MODULE@OTHER.symbols.json`. A symbol counts when it is public or open, is declared in one of the
 product modules below (its source file is under Sources/MODULE/), and is neither synthesized
