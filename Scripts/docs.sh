@@ -30,12 +30,11 @@ if [ "${1:-}" != --skip-build ]; then
     echo "Scripts/docs.sh: swift build --build-tests --enable-all-traits (Scripts/test.sh's build)"
     swift build --build-tests --enable-all-traits
 fi
-python3 Scripts/extract-symbol-graphs.py --check "${modules[@]}" || {
-    echo "Scripts/docs.sh: .build/debug is not the every-trait build of ${modules[*]} (drop --skip-build)" >&2
+rm -rf "$graphs"
+python3 Scripts/extract-symbol-graphs.py "$graphs" "${modules[@]}" || {
+    echo "Scripts/docs.sh: no symbol graphs (above); without --skip-build this script builds first" >&2
     exit 1
 }
-rm -rf "$graphs"
-python3 Scripts/extract-symbol-graphs.py "$graphs" "${modules[@]}"
 
 echo "Scripts/docs.sh: docc convert ${modules[*]} (warnings are errors)"
 docc="$(dirname "$(readlink -f "$(command -v swift)")")/docc"

@@ -2,7 +2,6 @@
 """Extracts the symbol graphs of modules the debug build already compiled, as swift-docc-plugin does.
 
     python3 Scripts/extract-symbol-graphs.py OUTPUT_DIR MODULE...
-    python3 Scripts/extract-symbol-graphs.py --check MODULE...
 
 Runs swift-symbolgraph-extract (from the toolchain that compiled the modules) on each MODULE's
 .swiftmodule in .build/debug, with the search paths and C module maps of that module's own compile
@@ -15,9 +14,9 @@ snippet-extract writes them (conduit-snippets.symbols.json), which the catalogs'
 directives name. Unlike the plugin, it builds nothing: the plugin's build compiled the product
 modules a second time. Exits 1 when a module is not in the manifest or its graph has no symbol.
 
---check exits 0 when the manifest is the every-trait build's (each MODULE compiled with every
-trait, its .swiftmodule there), 1 otherwise: extracted from another build, ConduitSCTP, ConduitSRTP
-and ConduitKernelSCTP would be documented empty. It does not tell whether that build is current:
+First it refuses (exit 1) a manifest that is not the every-trait build's (each MODULE compiled
+with every trait, its .swiftmodule there): extracted from another build, ConduitSCTP, ConduitSRTP
+and ConduitKernelSCTP would be documented empty. Whether that build is current is not checked:
 Scripts/docs.sh builds first unless told the test build just ran (--skip-build).
 """
 import json
@@ -34,13 +33,15 @@ KEPT_WITH_VALUE = ("-I", "-target", "-module-cache-path", "-swift-version", "-Xc
 MARKER = re.compile(r"^\s*//\s*snippet\.(\w+)", re.IGNORECASE)
 
 
-def compile_arguments(manifest: str, module: str) -> list[str]:
+def compile_commands(manifest: str) -> dict[str, list[str]]:
+    """Each Swift module's compile arguments in SwiftPM's build manifest, by module name."""
+    commands = {}
     for block in manifest.split('\n  "')[1:]:
-        if f"description: \"Compiling Swift Module '{module}'" in block:
-            match = re.search(r"^    args: (\[.*\])$", block, re.MULTILINE)
-            if match:
-                return json.loads(match.group(1))
-    raise SystemExit(f"extract-symbol-graphs: no compile command for {module} in .build/debug.yaml (build it first)")
+        name = re.search(r"description: \"Compiling Swift Module '([^']+)'", block)
+        args = re.search(r"^    args: (\[.*\])$", block, re.MULTILINE)
+        if name and args:
+            commands[name.group(1)] = json.loads(args.group(1))
+    return commands
 
 
 def extract_arguments(compile: list[str], module: str, output: str) -> list[str]:
@@ -115,16 +116,9 @@ def snippet_graph(package: str) -> dict:
     }
 
 
-def is_every_trait_build(manifest: str, modules: list[str], modules_dir: str) -> bool:
-    for module in modules:
-        try:
-            compile = compile_arguments(manifest, module)
-            os.stat(os.path.join(modules_dir, module + ".swiftmodule"))
-        except (SystemExit, OSError):
-            return False
-        if not all(trait in compile for trait in TRAITS):
-            return False
-    return True
+def is_every_trait_build(commands: dict[str, list[str]], modules: list[str], modules_dir: str) -> bool:
+    return all(module in commands and all(trait in commands[module] for trait in TRAITS)
+               and os.path.exists(os.path.join(modules_dir, module + ".swiftmodule")) for module in modules)
 
 
 def main() -> int:
@@ -137,13 +131,15 @@ def main() -> int:
     except OSError:
         manifest = ""
     modules_dir = os.path.realpath(".build/debug/Modules")
-    if output == "--check":
-        return 0 if is_every_trait_build(manifest, modules, modules_dir) else 1
+    commands = compile_commands(manifest)
+    if not is_every_trait_build(commands, modules, modules_dir):
+        print(f"extract-symbol-graphs: .build/debug is not the every-trait build of {' '.join(modules)}", file=sys.stderr)
+        return 1
     snippets = snippet_graph("conduit") if os.path.isdir("Snippets") else None
     for module in modules:
         directory = os.path.join(output, module)
         os.makedirs(directory, exist_ok=True)
-        compile = compile_arguments(manifest, module)
+        compile = commands[module]
         extractor = os.path.join(os.path.dirname(compile[0]), "swift-symbolgraph-extract")
         subprocess.run([extractor, "-I", modules_dir] + extract_arguments(compile, module, directory), check=True)
         with open(os.path.join(directory, module + ".symbols.json"), encoding="utf-8") as file:
