@@ -49,12 +49,11 @@ public final class DataChannel: Sendable {
             throw ConduitError(.sessionClosed, "data channel \(streamID) to \(connection.remoteDescription) is closed: \(reason)")
         }
         let connection = self.connection, id = streamID
-        let future = connection.stack.loop.flatSubmit { () -> EventLoopFuture<Void> in
+        try await connection.stack.run(.connectionClosed, "sending on data channel \(id) failed") { () -> EventLoopFuture<Void> in
             let promise = connection.stack.loop.makePromise(of: Void.self)
             connection.sendOnChannel(id, message, promise: promise)
             return promise.futureResult
         }
-        try await future.value(orFailWith: .connectionClosed, "sending on data channel \(id) failed")
     }
 
     /// The next message, or nil once the channel is closed (by either side) and drained.
@@ -64,7 +63,7 @@ public final class DataChannel: Sendable {
     public func close() async {
         let connection = self.connection, id = streamID
         inbox.finish(discarding: true)
-        try? await connection.stack.loop.submit { connection.closeChannel(id) }.get()
+        try? await connection.stack.run { connection.closeChannel(id) }
     }
 }
 

@@ -57,20 +57,20 @@ public final class SCTPAssociation: Sendable {
     /// Counts (channels open, streams held, drops) as of now.
     public func statistics() async -> SCTPAssociationStatistics {
         let connection = self.connection
-        return (try? await connection.stack.loop.submit { connection.currentStatistics }.get()) ?? SCTPAssociationStatistics()
+        return (try? await connection.stack.run { connection.currentStatistics }) ?? SCTPAssociationStatistics()
     }
 
     /// Ends the association gracefully (SHUTDOWN once sent data is delivered). Returns at once.
     public func close() async {
         let connection = self.connection
-        try? await connection.stack.loop.submit { connection.close() }.get()
+        try? await connection.stack.run { connection.close() }
     }
 
     static func onLoop<T: Sendable>(_ connection: SCTPConnection, _ body: @escaping @Sendable () throws(ConduitError) -> T) async -> Result<T, ConduitError> {
-        let future = connection.stack.loop.submit { () -> Result<T, ConduitError> in
+        let result = try? await connection.stack.run { () -> Result<T, ConduitError> in
             do throws(ConduitError) { return .success(try body()) } catch { return .failure(error) }
         }
-        return (try? await future.get()) ?? .failure(connection.closedError)
+        return result ?? .failure(connection.closedError)
     }
 }
 
@@ -95,7 +95,7 @@ public final class SCTPAssociationListener: Sendable {
         let localURL = TransportURL(scheme: SCTPOptions.scheme, host: bound.ipAddress ?? url.host, port: bound.port ?? url.port, query: url.query)
         let listener = SCTPAssociationListener(endpoint: endpoint, localURL: localURL)
         let queue = listener.queue
-        try? await endpoint.stack.loop.submit {
+        try? await endpoint.stack.run {
             endpoint.conduitAware = conduitAware
             if let logger { endpoint.logger = logger }
             endpoint.onAssociation = { connection in
@@ -106,7 +106,7 @@ public final class SCTPAssociationListener: Sendable {
                     connection.close(.refused(queue.isFinished ? "the listener is closed" : "the listener's accept queue is full"))
                 }
             }
-        }.get()
+        }
         return listener
     }
 
@@ -120,17 +120,17 @@ public final class SCTPAssociationListener: Sendable {
     /// What the UDP socket dropped before any association saw it.
     public func statistics() async -> SCTPEndpointStatistics {
         let endpoint = self.endpoint
-        return (try? await endpoint.stack.loop.submit { endpoint.statistics }.get()) ?? SCTPEndpointStatistics()
+        return (try? await endpoint.stack.run { endpoint.statistics }) ?? SCTPEndpointStatistics()
     }
 
     /// Stops accepting; associations already handed out stay up, those never accepted are closed.
     public func close() async {
         let unaccepted = queue.finishTakingAll()
         let endpoint = self.endpoint
-        try? await endpoint.stack.loop.submit {
+        try? await endpoint.stack.run {
             for connection in unaccepted { connection.close(.refused("the listener closed before accepting it")) }
             endpoint.stopListening()
-        }.get()
+        }
     }
 }
 #endif

@@ -13,7 +13,7 @@ enum SCTPConnector {
         let stack = endpoint.stack
         let description = "sctp+udp://\(SocketAddressing.describe(peer))"
         let timeout = ConduitError(.timedOut, "no SCTP association with \(description) within \(options.connectTimeoutText) (INIT unanswered)")
-        let future = stack.loop.flatSubmit { () -> EventLoopFuture<SCTPConnection> in
+        return try await stack.run(.connectionFailed, "connecting to \(description) failed") { () -> EventLoopFuture<SCTPConnection> in
             let connection = stack.register { address in
                 SCTPConnection(stack: stack, address: address, isClient: true, mode: mode, route: SCTPRoute(channel: endpoint.channel, peer: peer), limits: options.limits)
             }
@@ -26,7 +26,6 @@ enum SCTPConnector {
             }
             return established.always { _ in timer.cancel() }.map { connection }
         }
-        return try await future.value(orFailWith: .connectionFailed, "connecting to \(description) failed")
     }
 }
 #endif

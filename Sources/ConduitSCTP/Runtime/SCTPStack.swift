@@ -33,6 +33,8 @@ final class SCTPStack: @unchecked Sendable {
     static let tick = TimeAmount.milliseconds(10)
 
     let loop: any EventLoop
+    /// How what the loop makes reaches the tasks awaiting it (every `await` on the loop goes through it).
+    let handOff = SCTPHandOff()
     private let group: MultiThreadedEventLoopGroup
 
     // Everything below is confined to `loop`.

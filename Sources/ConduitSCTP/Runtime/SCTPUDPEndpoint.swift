@@ -59,7 +59,7 @@ final class SCTPUDPEndpoint: @unchecked Sendable {
                     }
                 }
             let endpoint = SCTPUDPEndpoint(stack: stack, channel: channel, isListener: isListener, limits: limits)
-            try await stack.loop.submit { holder.endpoint = endpoint }.get()
+            try await stack.run { holder.endpoint = endpoint }
             return endpoint
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw ConduitError(.addressInUse, "udp://\(SocketAddressing.describe(address)) is already in use")

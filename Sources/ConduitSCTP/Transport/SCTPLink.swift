@@ -50,7 +50,7 @@ public final class SCTPLink: TransportLink {
     private func send(_ batch: DatagramBatch, _ range: Range<Int>) async throws(ConduitError) {
         guard !range.isEmpty else { return }
         let connection = self.connection
-        let future = connection.stack.loop.flatSubmit { () -> EventLoopFuture<Void> in
+        try await connection.stack.run(.connectionClosed, "writing to \(remoteDescription) failed") { () -> EventLoopFuture<Void> in
             let promise = connection.stack.loop.makePromise(of: Void.self)
             for index in range {
                 let failed = batch.withDatagram(index) { frame -> ConduitError? in
@@ -69,7 +69,6 @@ public final class SCTPLink: TransportLink {
             }
             return promise.futureResult
         }
-        try await future.value(orFailWith: .connectionClosed, "writing to \(remoteDescription) failed")
     }
 
     /// Waits until the peer acknowledged everything written on the association, it closed, or
@@ -80,7 +79,7 @@ public final class SCTPLink: TransportLink {
         let (seconds, attoseconds) = timeout.components
         let deadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         // Once the association is gone, what it still owed when it ended.
-        let outstanding = (try? await connection.stack.loop.flatSubmit { connection.whenAcknowledged(by: deadline) }.get()) ?? 0
+        let outstanding = (try? await connection.stack.run(.connectionClosed, "waiting for acknowledgement") { connection.whenAcknowledged(by: deadline) }) ?? 0
         return LinkAcknowledgement(unacknowledgedFrames: outstanding)
     }
 
@@ -104,11 +103,11 @@ public final class SCTPLink: TransportLink {
         _ = await waitForAcknowledgement(channel: nil, timeout: Self.closeDrainLimit)
         let connection = self.connection
         connection.linkInbox.finish(discarding: true)
-        let statistics = try? await connection.stack.loop.submit { () -> SCTPAssociationStatistics in
+        let statistics = try? await connection.stack.run { () -> SCTPAssociationStatistics in
             let statistics = connection.currentStatistics
             connection.close()
             return statistics
-        }.get()
+        }
         if let observer, let statistics, !reported.exchange(true, ordering: .relaxed) {
             observer.linkClosed(remote: remoteDescription, statistics: statistics)
         }
@@ -127,7 +126,7 @@ public final class SCTPLink: TransportLink {
     /// Counts for this link's association.
     public func statistics() async -> SCTPAssociationStatistics {
         let connection = self.connection
-        return (try? await connection.stack.loop.submit { connection.currentStatistics }.get()) ?? SCTPAssociationStatistics()
+        return (try? await connection.stack.run { connection.currentStatistics }) ?? SCTPAssociationStatistics()
     }
 }
 

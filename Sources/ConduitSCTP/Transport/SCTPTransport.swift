@@ -53,7 +53,7 @@ public struct SCTPTransport: Transport {
             connection.conduitStreams[FrameTag.controlChannel] = stream
         }
         if case .failure(let error) = result {
-            try? await connection.stack.loop.submit { connection.close() }.get()
+            try? await connection.stack.run { connection.close() }
             throw error
         }
         let link = SCTPLink(connection: connection, observer: observer)
@@ -113,7 +113,7 @@ public final class SCTPListener: TransportListener {
                 Task { await standardPeers(association) }
             } else {
                 let reason = SCTPCloseReason.refused("a standard data-channel peer, and this listener takes Conduit callers only (SCTPTransport(standardPeers:) takes the others)")
-                try? await connection.stack.loop.submit { connection.close(reason) }.get()
+                try? await connection.stack.run { connection.close(reason) }
             }
         }
         return nil
