@@ -134,6 +134,9 @@ package struct BenchRoom: Sendable {
                 let conference = try await join("sender-\(index)", url: urls[(options.receivers + index) % urls.count])
                 senders.append(conference)
                 members.append(conference)
+                // A sender gets the other senders' messages too; one that never took them would
+                // be isolated by the relay as a slow receiver (about a second into a 4 → 20 room).
+                readers.append(Task { await Self.receive(conference, receiver: nil, tally: tally) })
             }
             let before = try processes.cpuSeconds()
             let origin = ContinuousClock.now
@@ -194,8 +197,9 @@ package struct BenchRoom: Sendable {
         try await session.close(timeout: max(ContinuousClock.now.duration(to: deadline), .zero))
     }
 
-    /// Accepts every sender's session and tallies what arrives, until the conference ends.
-    private static func receive(_ conference: Conference, receiver: Int, tally: BenchRoomTally) async {
+    /// Accepts every sender's session and tallies what arrives for `receiver` (a sender's own
+    /// reads, `nil`, are taken and not counted), until the conference ends.
+    private static func receive(_ conference: Conference, receiver: Int?, tally: BenchRoomTally) async {
         await withTaskGroup(of: Void.self) { group in
             for await event in conference.events {
                 if case .disconnected = event { break }
@@ -204,7 +208,7 @@ package struct BenchRoom: Sendable {
                 else { continue }
                 group.addTask {
                     for await event in inbound.events {
-                        if case .message(let message) = event { tally.add(message.bytes, timestamp: message.timestamp, receiver: receiver) }
+                        if case .message(let message) = event, let receiver { tally.add(message.bytes, timestamp: message.timestamp, receiver: receiver) }
                     }
                 }
             }

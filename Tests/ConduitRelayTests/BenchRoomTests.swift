@@ -49,7 +49,7 @@ struct BenchRoomTests {
         #expect(report.ended == "complete")
     }
 
-    static func run(relays: Int, receivers: Int, messages: Int, relayArguments: [String] = []) async throws -> BenchRoom.Report {
+    static func run(relays: Int, senders: Int = 1, receivers: Int, messages: Int, size: Int = 512, relayArguments: [String] = []) async throws -> BenchRoom.Report {
         let secret: [UInt8] = (UInt8(0)..<32).map { $0 &* 7 &+ 3 }
         let key = try RelaySecret(bytes: secret)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("conduit-bench-room-test-\(UUID().uuidString)").path
@@ -59,10 +59,10 @@ struct BenchRoomTests {
             RelayToken(room: room, peer: peer, canPublish: true, canSubscribe: true, allowedSubgroups: nil,
                        expiresAt: RelayServer.unixTime() + 600).signed(with: key)
         }
-        options.senders = 1
+        options.senders = senders
         options.receivers = receivers
         options.messages = messages
-        options.size = 512
+        options.size = size
         options.relays = relays
         options.relayArguments = relayArguments
         if let nats = NATSServerProcess.executable { options.natsServer = nats }
