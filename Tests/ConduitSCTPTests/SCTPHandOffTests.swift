@@ -3,12 +3,13 @@ import ConduitCore
 @testable import ConduitSCTP
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
 
 /// What the loop makes reaches the awaiting task through ``SCTPHandOff``. The case that matters is
 /// the one a fresh CI run failed on: the loop resumes the task before the task has suspended (the
 /// runtime's fast path, which ThreadSanitizer does not see). Forced here by spinning inside the
-/// continuation's closure; under ThreadSanitizer (Scripts/sanitizers.sh) the reads of what the
+/// continuation's closure until the loop has resumed it; under ThreadSanitizer (Scripts/sanitizers.sh) the reads of what the
 /// loop initialized are reported as races unless the hand-off is published and observed.
 @Suite("SCTP hand-off from the loop to a task")
 struct SCTPHandOffTests {
@@ -27,15 +28,18 @@ struct SCTPHandOffTests {
         let loop = group.next()
         let handOff = SCTPHandOff()
         for number in 0..<50 {
+            // Relaxed: it orders nothing for ThreadSanitizer, so only the hand-off can.
+            let resumed = Atomic<Bool>(false)
             let made: Made = await withUnsafeContinuation { continuation in
                 loop.execute {
                     let made = Made(number)
                     handOff.publish()
                     continuation.resume(returning: made)
+                    resumed.store(true, ordering: .relaxed)
                 }
-                // Long enough for the loop to resume first: the task then takes the fast path.
+                // Until the loop has resumed it (at most 1 s): the task then takes the fast path.
                 let start = ContinuousClock.now
-                while ContinuousClock.now - start < .milliseconds(1) {}
+                while !resumed.load(ordering: .relaxed), ContinuousClock.now - start < .seconds(1) {}
             }
             handOff.observe()
             #expect(made.number == number && made.text == "made on the loop: \(number)")

@@ -10,11 +10,14 @@ import Synchronization
 /// Swift runtime's fast path (`swift_continuation_await` finds it resumed and carries on) orders
 /// the two with an atomic of its own, uninstrumented, and tells ThreadSanitizer nothing. The
 /// loop's writes before the resume, a `DataChannel`'s initialization, then look unordered with the
-/// task's first reads of them: a fresh CI run (stop 43) failed on that report, and a continuation
-/// resumed while its task still spins before awaiting reproduces it every time (Swift 6.3.1). So
-/// the loop `publish`es just before it resumes, and the task `observe`s as soon as it has the
-/// value: a release and an acquire in our own (instrumented) code. Outside sanitizers this is
-/// one atomic add on the loop and one load in the task per hand-off, and no allocation.
+/// task's first reads of them: a fresh CI run (stop 48, the issues tool's stop 43) failed on that
+/// report, and a continuation resumed while its task still spins before awaiting reproduces it
+/// every time (Swift 6.3.1). So the loop `publish`es just before it resumes, and the task
+/// `observe`s as soon as it has the value: a release and an acquire in our own (instrumented)
+/// code. That covers what the loop made before publishing, not the continuation's own result
+/// slot, which `resume` writes after it; reports on that slot name `resume` and are suppressed
+/// (Scripts/sanitizers/tsan.supp, as for NIO's own `get()`). Outside sanitizers this is one
+/// atomic add on the loop and one load in the task per hand-off, and no allocation.
 final class SCTPHandOff: Sendable {
     /// Its value means nothing; a read-modify-write keeps every release in the chain an acquire
     /// sees (a plain store would replace the loop's with the last storer's).

@@ -33,7 +33,9 @@ final class SCTPStack: @unchecked Sendable {
     static let tick = TimeAmount.milliseconds(10)
 
     let loop: any EventLoop
-    /// How what the loop makes reaches the tasks awaiting it (every `await` on the loop goes through it).
+    /// How what the loop makes reaches the tasks awaiting it: every `await` of a submitted closure
+    /// or of a future goes through it. (`SCTPInbox.next` does not: it takes the inbox's lock once
+    /// after its continuation returns, which orders the hand-off the same way; keep that lock.)
     let handOff = SCTPHandOff()
     private let group: MultiThreadedEventLoopGroup
 
