@@ -83,7 +83,8 @@ public final class LoopbackLink: TransportLink {
     /// The next batch the peer wrote, or nil once the peer closed and everything sent before was read.
     public func read() async throws(ConduitError) -> DatagramBatch? { await inbox.next() }
 
-    /// Closes both directions: the peer drains what was already sent, then reads nil.
+    /// Closes both directions: the peer drains what was already sent, then reads nil; so does
+    /// this end (what the peer's writes already handed over is not thrown away: they succeeded).
     public func close() async { shutDown() }
 
     private func shutDown() {
@@ -93,6 +94,6 @@ public final class LoopbackLink: TransportLink {
             outbox.finish()
         }
         incomingLine?.receiverClosed()
-        inbox.finishAndDiscard()
+        inbox.finish()
     }
 }
