@@ -366,7 +366,7 @@ public actor RelayServer {
                 }
                 if closing && batch.isEmpty || closing && !hasQueued(id) {
                     await link.close()
-                    linkEnded(id)
+                    endClosedLink(id)
                     return
                 }
                 if batch.isEmpty { break }
@@ -396,6 +396,15 @@ public actor RelayServer {
     private func forceClose(_ id: RelayConnectionID, _ link: any TransportLink) async {
         guard links[id] != nil else { return }
         await link.close()
+        endClosedLink(id)
+    }
+
+    /// After the relay closed link `id`: ends the connection, unless the machine wants the link
+    /// read to its end first (an isolated member, RelayMachine+Isolation.swift). Its reader then
+    /// takes what the link still holds (a closed link's `read` returns what it had received,
+    /// then nil) and ends the connection itself.
+    private func endClosedLink(_ id: RelayConnectionID) {
+        guard !machine.readsUntilLinkEnds(id) else { return }
         linkEnded(id)
     }
 

@@ -196,6 +196,9 @@ public struct RelayStatistics: Sendable, Hashable {
     /// Receivers isolated (disconnected as `slowReceiver`): their reliable queue reached its cap,
     /// or they lagged and took nothing from it for `isolateAfter`.
     public var slowReceiversDisconnected = 0
+    /// Frames an isolated receiver's link handed in after its isolation (what it sent before,
+    /// held unread by backpressure): forwarded as any member's, not refused.
+    public var framesAfterIsolation = 0
     /// Times a sender's link was left unread because a receiver of its room was above the
     /// high-water mark (backpressure instead of loss).
     public var sendersPaused = 0

@@ -124,8 +124,7 @@ extension RelayMachine {
             }
         }
         for id in isolated {
-            statistics.slowReceiversDisconnected += 1
-            disconnect(id, .slowReceiver, "fell behind the room: over \(configuration.receiverHighWater) bytes queued and nothing taken for \(configuration.isolateAfter)", now: now)
+            isolateSlowReceiver(id, "fell behind the room: over \(configuration.receiverHighWater) bytes queued and nothing taken for \(configuration.isolateAfter)", now: now)
         }
     }
 
@@ -145,7 +144,7 @@ extension RelayMachine {
         var others = 0
         var fullToo = 0
         for (number, other) in room.members where number != member && other.origin == nil && other.grant.canSubscribe {
-            guard let connection = connections[other.connection] else { continue }
+            guard let connection = connections[other.connection], !connection.isolated else { continue }
             others += 1
             if connection.fullSince != nil || (connection.fullEndedAt.map { $0 >= since } ?? false) { fullToo += 1 }
         }
@@ -156,8 +155,7 @@ extension RelayMachine {
     /// the loop over the room stays undisturbed.
     mutating func isolate(_ slow: [RelayConnectionID], now: ConduitInstant) {
         for connection in slow {
-            statistics.slowReceiversDisconnected += 1
-            disconnect(connection, .slowReceiver, "reliable data queued past \(configuration.maxQueuedBytesPerReceiver) bytes", now: now)
+            isolateSlowReceiver(connection, "reliable data queued past \(configuration.maxQueuedBytesPerReceiver) bytes", now: now)
         }
     }
 }

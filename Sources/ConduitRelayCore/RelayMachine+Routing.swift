@@ -155,7 +155,8 @@ extension RelayMachine {
         // One lookup, then the entry changed in place through its index: this runs once per
         // receiver per frame, and `connections[id]!.enqueue(…)` copied the connection (its
         // queues retained and released) out of the table and back.
-        guard let index = connections.index(forKey: id) else { return }
+        // An isolated receiver gets nothing after its disconnect (RelayMachine+Isolation.swift).
+        guard let index = connections.index(forKey: id), !connections.values[index].isolated else { return }
         switch connections.values[index].enqueue(frame, tag: tag, now: now, configuration: configuration) {
         case .queued(let signal, let becameFull):
             statistics.framesRelayed += 1

@@ -39,6 +39,9 @@ extension RelayMachine {
         var fullEndedAt: ConduitInstant?
         /// When its link last took something from the queue (isolateAfter counts from here).
         var lastTaken: ConduitInstant?
+        /// Isolated as a slow receiver: told why, and given nothing more, but still a member
+        /// whose frames are read and forwarded until its link ends (RelayMachine+Isolation.swift).
+        var isolated = false
 
         /// Queues `frame` under the receiver's caps (see `RelayMachine.deliver`). Called as
         /// `connections.values[index].enqueue(…)`: through the index the entry is changed in place.

@@ -134,6 +134,7 @@ public struct RelayMachine: Sendable {
     public mutating func handle(_ id: RelayConnectionID, datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
         guard connections[id] != nil else { return }
         connections[id]!.lastHeard = now
+        if connections[id]!.isolated { statistics.framesAfterIsolation += 1 }
         latestNow = max(latestNow, now)
         switch RelayFrameKind.peek(datagram) {
         case .routed?:
@@ -192,7 +193,8 @@ public struct RelayMachine: Sendable {
     /// Queues a control frame for `id`, outside the data caps (control is small and rare). Room
     /// control rides the link's control channel; a session's control frame passes its session's tag.
     mutating func sendControl(_ id: RelayConnectionID, _ frame: [UInt8], tag: FrameTag = .neutral) {
-        guard connections[id] != nil else { return }
+        // An isolated member's last frame was its disconnect.
+        guard connections[id] != nil, !connections[id]!.isolated else { return }
         connections[id]!.outbox.append(frame)
         connections[id]!.queuedAt.append(.zero)
         connections[id]!.tags.append(tag)
@@ -212,7 +214,16 @@ public struct RelayMachine: Sendable {
         if case .awaitingJoin = connections[id]!.phase { pendingConnections -= 1 }
         if case .authorizing = connections[id]!.phase { pendingConnections -= 1 }
         if case .admitting = connections[id]!.phase { pendingConnections -= 1 }
+        let heldBack = pausedReaders.contains(id)
         forgetBackpressure(id, phase: connections[id]!.phase)
+        if connections[id]!.isolated {
+            // Its close was asked for already, after its reason (RelayMachine+Isolation.swift),
+            // which may still be queued. Its link was to be read to the end; a reader held back
+            // for that is let go, as nothing it reads goes on now.
+            connections[id]!.phase = .closing
+            if heldBack { actions.append(.resumeReading(id)) }
+            return
+        }
         connections[id]!.phase = .closing
         connections[id]!.outbox.removeAll()
         connections[id]!.queuedAt.removeAll()

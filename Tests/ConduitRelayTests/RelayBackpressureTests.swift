@@ -68,6 +68,49 @@ import Testing
         #expect(h.relay.statistics.refusals.isEmpty)
     }
 
+    /// Issue 16: a member isolated as a slow receiver may also send, and what its link accepted
+    /// (unread while backpressure held it) was refused as `notJoined` once it was isolated, though
+    /// its sender had been told it was delivered. It now goes on, and the member leaves after it.
+    @Test func anIsolatedReceiverThatAlsoSendsHasWhatItSentForwardedThenLeaves() {
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10), vanishTimeout: .seconds(60)))
+        let carols = SessionKey(streamID: 200)
+        #expect(h.clients["carol"]!.machine.makeOutbound(carols, type: .reliableMessage, now: h.now) == .none)
+        h.pump()
+        h.acceptAll("alice")
+        h.acceptAll("bob")
+        _ = h.take("alice")
+        _ = h.take("bob")
+
+        // carol stops reading and falls behind; what she sends meanwhile waits unread.
+        h.clients["carol"]!.stalled = true
+        for text in texts(150) { h.send("alice", main, text) }
+        h.clients["carol"]!.silent = true
+        for text in texts(40) {
+            #expect({ if case .queued = h.clients["carol"]!.machine.enqueue(carols, bytes: Array(text.utf8), timestamp: 7, now: h.now) { true } else { false } }())
+        }
+        h.advance(by: .seconds(11))
+
+        let statistics = h.relay.statistics
+        #expect(statistics.slowReceiversDisconnected == 1)
+        #expect(statistics.framesAfterIsolation > 0)
+        #expect(statistics.refusals.isEmpty, "refused: \(statistics.refusals)")
+        for (name, key, count) in [("alice", carols, 40), ("bob", carols, 40), ("bob", main, 150)] {
+            let received = h.messages(name, key).map(\.1)
+            let allOnceInOrder = received == texts(count)
+            #expect(allOnceInOrder, "\(name) got \(received.count) of \(count) on \(key)")
+        }
+        #expect(h.relay.members(of: "room").values.sorted() == ["alice", "bob"])
+        // bob hears of carol's leave after her last message.
+        let lastMessage = h.clients["bob"]!.events.lastIndex {
+            if case .received(carols, _, .message) = $0 { true } else { false }
+        }
+        let left = h.clients["bob"]!.events.firstIndex {
+            if case .peersChanged(_, let left, _) = $0 { left.map(\.peer) == ["carol"] } else { false }
+        }
+        #expect(lastMessage != nil && left != nil && lastMessage! < left!)
+        #expect(h.take("carol").last == .disconnected(.slowReceiver, "fell behind the room: over 16384 bytes queued and nothing taken for 10.0 seconds"))
+    }
+
     @Test func aLaggingReceiverThatKeepsTakingIsNotIsolatedUntilItStops() {
         var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10)))
         h.clients["carol"]!.stalled = true

@@ -84,6 +84,14 @@ struct RoomHarness {
                 case .resumeReading:
                     break  // the next round reads it again
                 case .close(let id):
+                    // As the server does: an isolated member's link is read to its end first.
+                    // Here that is what its client had sent before it hears why (a `silent`
+                    // client's frames stand for what its link accepted while the relay left it unread).
+                    if relay.readsUntilLinkEnds(id), let name = name(of: id) {
+                        var batch = DatagramBatch()
+                        clients[name]!.machine.pollTransmit(now: now, into: &batch)
+                        relay.handle(id, batch: batch, now: now)
+                    }
                     // The relay's last frame (the reason) goes out even to a stalled receiver.
                     deliver(to: id, evenIfStalled: true)
                     if let name = name(of: id) {

@@ -1,0 +1,46 @@
+import ConduitCore
+import ConduitRooms
+
+// Isolating a slow receiver ends what the relay sends it, not what it sent.
+//
+//   isolated ──► its queue is dropped, the reason (disconnect slowReceiver) is its last frame,
+//     │          nothing more is queued for it; it holds nobody back
+//     ├──► the driver closes its link after that frame, but reads the link to its end: what the
+//     │    link accepted before (reliable links acknowledge on receipt, and backpressure may
+//     │    have left it unread) is forwarded as any member's frames are, under the same backpressure
+//     └──► the link ends ──► the member leaves the room, after every frame it sent
+//
+// A member that also sends learned from its link that those frames were delivered; refusing
+// them as `notJoined` once it was isolated lost them with nobody told (issue 16).
+extension RelayMachine {
+    /// Isolates `id` as a slow receiver, telling it `text` (see the diagram above). A link that
+    /// has not joined is disconnected outright.
+    mutating func isolateSlowReceiver(_ id: RelayConnectionID, _ text: String, now: ConduitInstant) {
+        guard let connection = connections[id], !connection.isolated else { return }
+        statistics.slowReceiversDisconnected += 1
+        guard case .member(let roomID, _) = connection.phase else {
+            return disconnect(id, .slowReceiver, text, now: now)
+        }
+        connections[id]!.outbox.removeAll()
+        connections[id]!.queuedAt.removeAll()
+        connections[id]!.tags.removeAll()
+        connections[id]!.outboxBytes = 0
+        sendControl(id, RoomControlFrame.disconnect(.slowReceiver, text).encoded)
+        connections[id]!.isolated = true
+        if fullReceivers.remove(id) != nil {
+            connections[id]!.fullSince = nil
+            connections[id]!.lagging = false
+            // May resume the member's own reader too: it is a sender like any other now.
+            resumeReaders(in: roomID)
+            announcePressure(in: roomID)
+        }
+        actions.append(.close(id))
+    }
+
+    /// Whether the driver should read `id`'s link to its end after closing it (an isolated
+    /// member: its frames still go on), and let that end, not the close, end the connection.
+    public func readsUntilLinkEnds(_ id: RelayConnectionID) -> Bool {
+        guard let connection = connections[id], connection.isolated, case .member = connection.phase else { return false }
+        return true
+    }
+}
