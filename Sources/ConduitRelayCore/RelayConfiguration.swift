@@ -38,9 +38,11 @@ public struct RelayConfiguration: Sendable, Hashable {
     /// lagging (counted), and its queue grows alone toward ``maxQueuedBytesPerReceiver``. (When
     /// most of them were, the room as a whole is slow: nobody lags, the clock starts again.)
     public var laggingAfter: Duration
-    /// A lagging receiver whose link took nothing from its queue this long (counted from when it
-    /// crossed ``receiverHighWater``, or from the last frame taken) is isolated: disconnected as a
-    /// `slowReceiver`, however few bytes it holds.
+    /// A receiver above ``receiverHighWater`` whose link took nothing from its queue this long
+    /// (counted from when it crossed the mark, or from the last frame taken) is isolated:
+    /// disconnected as a `slowReceiver`, however few bytes it holds, lagging or not. A room whose
+    /// receivers all stopped reading (apps sent to the background) so lets its senders go on
+    /// with those that still read, rather than holding them for good.
     public var isolateAfter: Duration
     /// Unreliable frames are queued for a receiver only while its queue is below this; above it
     /// they are dropped and counted (they would be stale by the time they went out).

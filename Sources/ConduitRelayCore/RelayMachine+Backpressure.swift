@@ -10,9 +10,11 @@ public import ConduitCore
 //        │        were not above it at all meanwhile ──► lagging: holds nobody back, counted
 //        │    (most of them were too: the room as a whole is slow, a loaded machine or a
 //        │     sender faster than everyone; nobody is behind the others, the clock restarts)
-//        └──► past maxQueuedBytesPerReceiver, or lagging with nothing taken from its queue
-//             for isolateAfter ──► isolated: disconnected as slowReceiver, with the reason
-//             (a lagging receiver that keeps taking is behind by a bounded amount, not stopped)
+//        └──► past maxQueuedBytesPerReceiver, or nothing taken from its queue for isolateAfter
+//             since it went above the mark (lagging or not: a room whose receivers all stopped
+//             reading does not hold its senders for good) ──► isolated: disconnected as
+//             slowReceiver, with the reason (one that keeps taking is behind by a bounded
+//             amount, not stopped)
 //
 // So one stalled receiver holds its room for at most `laggingAfter`, and reliable data is
 // never dropped at the relay to make room: it waits in the senders' own queues.
@@ -58,6 +60,7 @@ extension RelayMachine {
         }(&connections.values[index])
         guard drained else { return }
         connections[id]!.fullSince = nil
+        connections[id]!.aboveMarkSince = nil
         connections[id]!.fullEndedAt = latestNow
         connections[id]!.lagging = false
         fullReceivers.remove(id)
@@ -72,6 +75,7 @@ extension RelayMachine {
         pausedReaders.remove(id)
         guard fullReceivers.remove(id) != nil else { return }
         connections[id]?.fullSince = nil
+        connections[id]?.aboveMarkSince = nil
         if case .member(let roomID, _) = phase {
             resumeReaders(in: roomID)
             announcePressure(in: roomID)
@@ -95,7 +99,8 @@ extension RelayMachine {
         var deadline: ConduitInstant?
         for id in fullReceivers {
             guard let connection = connections[id], let since = connection.fullSince else { continue }
-            let due = connection.lagging ? isolationClock(connection, fullSince: since) + configuration.isolateAfter : since + configuration.laggingAfter
+            var due = isolationClock(connection, fullSince: since) + configuration.isolateAfter
+            if !connection.lagging { due = min(due, since + min(configuration.laggingAfter, configuration.isolateAfter)) }
             deadline = deadline.map { min($0, due) } ?? due
         }
         return deadline
@@ -105,8 +110,11 @@ extension RelayMachine {
         var isolated: [RelayConnectionID] = []
         for id in fullReceivers.sorted() {
             guard let since = connections[id]?.fullSince else { continue }
-            if connections[id]!.lagging {
-                if now - isolationClock(connections[id]!, fullSince: since) >= configuration.isolateAfter { isolated.append(id) }
+            if now - isolationClock(connections[id]!, fullSince: since) >= configuration.isolateAfter {
+                // Stopped: nothing taken for isolateAfter, whatever the rest of the room does.
+                isolated.append(id)
+            } else if connections[id]!.lagging {
+                continue
             } else if now - since >= configuration.isolateAfter {
                 isolated.append(id)
             } else if now - since >= configuration.laggingAfter, !connections[id]!.lagging {
@@ -128,10 +136,11 @@ extension RelayMachine {
         }
     }
 
-    /// Where a lagging receiver's isolateAfter counts from: when it last took something from its
+    /// Where a full receiver's isolateAfter counts from: when it last took something from its
     /// queue, or when it went above the mark if later.
     func isolationClock(_ connection: Connection, fullSince: ConduitInstant) -> ConduitInstant {
-        max(fullSince, connection.lastTaken ?? fullSince)
+        let above = connection.aboveMarkSince ?? fullSince
+        return max(above, connection.lastTaken ?? above)
     }
 
     /// Whether `id`, full since `since`, fell behind the others of its room here: fewer than half

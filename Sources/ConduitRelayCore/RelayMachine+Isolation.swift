@@ -29,6 +29,7 @@ extension RelayMachine {
         connections[id]!.isolated = true
         if fullReceivers.remove(id) != nil {
             connections[id]!.fullSince = nil
+            connections[id]!.aboveMarkSince = nil
             connections[id]!.lagging = false
             // May resume the member's own reader too: it is a sender like any other now.
             resumeReaders(in: roomID)

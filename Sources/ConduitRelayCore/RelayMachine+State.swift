@@ -39,6 +39,9 @@ extension RelayMachine {
         var fullEndedAt: ConduitInstant?
         /// When its link last took something from the queue (isolateAfter counts from here).
         var lastTaken: ConduitInstant?
+        /// When the queue went above the mark, kept while it stays above (unlike `fullSince`,
+        /// which a slow room's restart moves): isolateAfter counts from here too.
+        var aboveMarkSince: ConduitInstant?
         /// Isolated as a slow receiver: told why, and given nothing more, but still a member
         /// whose frames are read and forwarded until its link ends (RelayMachine+Isolation.swift).
         var isolated = false
@@ -61,7 +64,10 @@ extension RelayMachine {
             transmitSignalled = true
             // Above the high-water mark: noted here, while the connection is at hand.
             let becameFull = fullSince == nil && outboxBytes > configuration.receiverHighWater
-            if becameFull { fullSince = now }
+            if becameFull {
+                fullSince = now
+                aboveMarkSince = now
+            }
             return .queued(signal: signal, becameFull: becameFull)
         }
 

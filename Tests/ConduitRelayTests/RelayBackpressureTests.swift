@@ -134,15 +134,17 @@ import Testing
     }
 
     @Test func aRoomWhoseReceiversAreAllBehindMovesAtTheirPaceAndNobodyLags() {
-        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10)))
+        // isolateAfter well past the test's end: receivers that take nothing for it are isolated
+        // (see the next test); this one is about who lags.
+        var h = room(RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(60)))
         h.clients["bob"]!.stalled = true
         h.clients["carol"]!.stalled = true
         for text in texts(150) { h.send("alice", main, text) }
         #expect(h.relay.queuedBytes(connection(h, "bob")) > highWater)
         #expect(h.relay.queuedBytes(connection(h, "carol")) > highWater)
 
-        // Both are full for longer than the grace: neither is behind the other, so nobody lags,
-        // the sender stays held, and nobody is isolated, however long it lasts.
+        // Both are full for longer than the grace: neither is behind the other, so nobody lags
+        // and the sender stays held.
         h.advance(by: .seconds(12))
         #expect(h.relay.statistics.laggingReceivers == 0)
         #expect(h.relay.statistics.slowReceiversDisconnected == 0)
@@ -160,6 +162,38 @@ import Testing
         h.pump()
         #expect(h.messages("carol", main).map(\.1) == texts(150))
         #expect(h.relay.statistics.refusals.isEmpty)
+    }
+
+    /// Most of a room stops reading (apps sent to the background): none is behind the others, so
+    /// none lags, but none takes anything either. After isolateAfter they are isolated and the
+    /// sender goes on with the member that reads, instead of being held for good.
+    @Test func receiversThatStopReadingAreIsolatedEvenWhenTheyAreMostOfTheRoom() {
+        let configuration = RelayConfiguration(receiverHighWater: highWater, laggingAfter: .seconds(1), isolateAfter: .seconds(10))
+        var h = RoomMachineTests().joined(["alice", "bob", "carol", "dave", "erin"], configuration: configuration)
+        #expect(h.clients["alice"]!.machine.makeOutbound(main, type: .reliableMessage, now: h.now) == .none)
+        h.pump()
+        for name in ["bob", "carol", "dave", "erin"] { h.acceptAll(name) }
+        for name in ["bob", "carol", "dave"] { h.clients[name]!.stalled = true }
+        for text in texts(150) { h.send("alice", main, text) }
+        #expect(h.messages("erin", main).count < 150)
+
+        h.advance(by: .seconds(9))
+        #expect(h.relay.statistics.laggingReceivers == 0)
+        #expect(h.relay.statistics.slowReceiversDisconnected == 0)
+        #expect(h.relay.isReadPaused(connection(h, "alice")))
+
+        h.advance(by: .seconds(2))
+        #expect(h.relay.statistics.slowReceiversDisconnected == 3)
+        #expect(h.relay.members(of: "room").values.sorted() == ["alice", "erin"])
+        let atErin = h.messages("erin", main).map(\.1)
+        let allOnceInOrder = atErin == texts(150)
+        #expect(allOnceInOrder, "erin got \(atErin.count) of 150")
+        #expect(h.relay.statistics.refusals.isEmpty)
+        for name in ["bob", "carol", "dave"] {
+            h.clients[name]!.stalled = false
+            h.pump()
+            #expect(h.take(name).last == .disconnected(.slowReceiver, "fell behind the room: over 16384 bytes queued and nothing taken for 10.0 seconds"))
+        }
     }
 
     @Test func aSenderTheRelayDoesNotReadIsNotTakenForVanished() {
