@@ -196,7 +196,7 @@ public struct RelayStatistics: Sendable, Hashable {
     /// Frames not relayed to a receiver that declared the stream unsupported.
     public var droppedUnsupported = 0
     /// Receivers isolated (disconnected as `slowReceiver`): their reliable queue reached its cap,
-    /// or they lagged and took nothing from it for `isolateAfter`.
+    /// or they took nothing from it for `isolateAfter` while it was above the high-water mark.
     public var slowReceiversDisconnected = 0
     /// Frames an isolated receiver's link handed in after its isolation (what it sent before,
     /// held unread by backpressure): forwarded as any member's, not refused.

@@ -17,6 +17,7 @@ extension RelayMachine {
     /// has not joined is disconnected outright.
     mutating func isolateSlowReceiver(_ id: RelayConnectionID, _ text: String, now: ConduitInstant) {
         guard let connection = connections[id], !connection.isolated else { return }
+        if case .closing = connection.phase { return }
         statistics.slowReceiversDisconnected += 1
         guard case .member(let roomID, _) = connection.phase else {
             return disconnect(id, .slowReceiver, text, now: now)
