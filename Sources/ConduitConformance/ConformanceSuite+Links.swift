@@ -133,6 +133,22 @@ extension ConformanceSuite {
         }
     }
 
+    func closeKeepsWhatWasReceived() async throws {
+        try await withLinkPair(index: 8) { client, server in
+            var batch = DatagramBatch()
+            batch.append(Array("held".utf8))
+            try await server.write(batch)
+            // Delivered (acknowledged, where the link acknowledges), and not read yet.
+            let delivered = await server.waitForAcknowledgement(channel: nil, timeout: .seconds(10))
+            try expect(delivered.isComplete, "the write was not acknowledged within 10 s")
+            await client.close()
+            let held = try await client.read()
+            try expect(held?[0] == Array("held".utf8), "what the link had received before it closed was thrown away")
+            let end = try await client.read()
+            try expect(end == nil, "read after the link closed and was drained returned data instead of nil")
+        }
+    }
+
     func connectToNothingFails() async throws {
         do {
             let link = try await transport.connect(to: deadAddress)

@@ -16,6 +16,9 @@ public struct ConformanceSuite: Sendable {
         case oversizeDatagramIsRefused
         /// Closing one end makes the peer's reads end with nil.
         case closeEndsPeerReads
+        /// Closing one end keeps what it had already received readable: its reads return that,
+        /// then nil (a writer whose data was delivered must not lose it to the reader's close).
+        case closeKeepsWhatWasReceived
         /// Connecting where nothing listens fails with an error within a bounded time.
         case connectToNothingFails
         /// Listening twice on one address fails with `addressInUse`.
@@ -62,6 +65,7 @@ public struct ConformanceSuite: Sendable {
         case .bothDirections: try await bothDirections()
         case .oversizeDatagramIsRefused: try await oversizeDatagramIsRefused()
         case .closeEndsPeerReads: try await closeEndsPeerReads()
+        case .closeKeepsWhatWasReceived: try await closeKeepsWhatWasReceived()
         case .connectToNothingFails: try await connectToNothingFails()
         case .listenTwiceFails: try await listenTwiceFails()
         case .callCarriesEverySessionType: try await callCarriesEverySessionType()

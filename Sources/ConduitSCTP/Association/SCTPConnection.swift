@@ -332,19 +332,20 @@ final class SCTPConnection: @unchecked Sendable {
 
     /// Closes from our side: a graceful SHUTDOWN once what was sent is delivered. `reason` says
     /// why when it is not the app's own wish (a listener refusing the peer, say).
+    /// What the link had received stays readable (its reader takes it, then the end).
     func close(_ reason: SCTPCloseReason = .closedLocally) {
         guard state != .closed else { return }
-        teardown(abort: state == .connecting, peerClosed: false, reason: reason)
+        teardown(abort: state == .connecting, peerClosed: false, keepingReceived: true, reason: reason)
     }
 
-    private func teardown(abort: Bool, peerClosed: Bool, reason: SCTPCloseReason) {
+    private func teardown(abort: Bool, peerClosed: Bool, keepingReceived: Bool = false, reason: SCTPCloseReason) {
         outstandingAtEnd = outstanding
         endReasonBox.withLock { $0 = $0 ?? reason }
         logger.log(
             level: reason.isAbnormal ? .notice : .debug, "sctp association ended",
             metadata: ["conduit.remote": "\(remoteDescription)", "conduit.reason": "\(reason)"])
         state = .closed
-        linkInbox.finish(discarding: !peerClosed)
+        linkInbox.finish(discarding: !peerClosed && !keepingReceived)
         linkInbox.setOnSpace {}
         acceptInbox.finish(discarding: !peerClosed)
         for record in channels.values {

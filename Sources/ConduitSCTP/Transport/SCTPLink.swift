@@ -94,7 +94,7 @@ public final class SCTPLink: TransportLink {
         return batch
     }
 
-    /// Ends reads and shuts the association down gracefully (what was written is still
+    /// Shuts the association down gracefully (what was written is still
     /// delivered). While the association is up and data written on it is unacknowledged, it
     /// first waits (at most 1 s) for the peer's acknowledgement: a peer that hangs
     /// up right after its last read acknowledges that data a moment later, and a flush waiting
@@ -102,7 +102,8 @@ public final class SCTPLink: TransportLink {
     public func close() async {
         _ = await waitForAcknowledgement(channel: nil, timeout: Self.closeDrainLimit)
         let connection = self.connection
-        connection.linkInbox.finish(discarding: true)
+        // What was received stays readable, then reads end (TransportLink's promise).
+        connection.linkInbox.finish(discarding: false)
         let statistics = try? await connection.stack.run { () -> SCTPAssociationStatistics in
             let statistics = connection.currentStatistics
             connection.close()
