@@ -46,6 +46,9 @@ public actor RelayServer {
     /// Forced closes due within one tick are handled by one firing of the timer.
     static let closeGraceTick: UInt64 = 250_000_000
     private var drainedWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Isolated members' links, closed and being read to their end, each with the wait after
+    /// which it is ended anyway (see ``endClosedLink(_:)``).
+    private var isolatedReadLimits: [RelayConnectionID: Task<Void, Never>] = [:]
     /// Who waits in ``waitUntil(_:)`` (RelayServer+Waiting.swift), with what for.
     var conditionWaiters: [RelayConditionWaiter] = []
 
@@ -193,6 +196,8 @@ public actor RelayServer {
         }
         links.removeAll()
         heapTrimWait?.cancel()
+        for limit in isolatedReadLimits.values { limit.cancel() }
+        isolatedReadLimits.removeAll()
         for task in tasks { task.cancel() }
         tasks.removeAll()
         await leaveCluster()
@@ -306,6 +311,7 @@ public actor RelayServer {
     }
 
     private func linkEnded(_ id: RelayConnectionID) {
+        isolatedReadLimits.removeValue(forKey: id)?.cancel()
         guard let state = links.removeValue(forKey: id) else { return }
         state.wake.finish()
         state.resumeWaiter?.resume()
@@ -404,7 +410,16 @@ public actor RelayServer {
     /// takes what the link still holds (a closed link's `read` returns what it had received,
     /// then nil) and ends the connection itself.
     private func endClosedLink(_ id: RelayConnectionID) {
-        guard !machine.readsUntilLinkEnds(id) else { return }
+        guard machine.readsUntilLinkEnds(id) else { return linkEnded(id) }
+        // A reader held back by a room that does not move would keep the member for good.
+        guard isolatedReadLimits[id] == nil else { return }
+        isolatedReadLimits[id] = clock.after(configuration.isolateAfter) { [weak self] in await self?.endIsolatedLink(id) }
+    }
+
+    private func endIsolatedLink(_ id: RelayConnectionID) {
+        isolatedReadLimits[id] = nil
+        guard hasLink(id) else { return }
+        machine.isolatedReadCutShort(id)
         linkEnded(id)
     }
 

@@ -42,7 +42,8 @@ public struct RelayConfiguration: Sendable, Hashable {
     /// (counted from when it crossed the mark, or from the last frame taken) is isolated:
     /// disconnected as a `slowReceiver`, however few bytes it holds, lagging or not. A room whose
     /// receivers all stopped reading (apps sent to the background) so lets its senders go on
-    /// with those that still read, rather than holding them for good.
+    /// with those that still read, rather than holding them for good. (With ``laggingAfter`` at
+    /// or above this, a receiver above the mark this long is isolated even if it takes.)
     public var isolateAfter: Duration
     /// Unreliable frames are queued for a receiver only while its queue is below this; above it
     /// they are dropped and counted (they would be stale by the time they went out).
@@ -201,6 +202,9 @@ public struct RelayStatistics: Sendable, Hashable {
     /// Frames an isolated receiver's link handed in after its isolation (what it sent before,
     /// held unread by backpressure): forwarded as any member's, not refused.
     public var framesAfterIsolation = 0
+    /// Isolated members whose link was ended before it was read to its end: held back by their
+    /// room for `isolateAfter` after it was closed. What the link still held was not forwarded.
+    public var isolatedReadsCutShort = 0
     /// Times a sender's link was left unread because a receiver of its room was above the
     /// high-water mark (backpressure instead of loss).
     public var sendersPaused = 0

@@ -9,6 +9,8 @@ import ConduitRooms
 //     │    link accepted before (reliable links acknowledge on receipt, and backpressure may
 //     │    have left it unread) is forwarded as any member's frames are, under the same backpressure
 //     └──► the link ends ──► the member leaves the room, after every frame it sent
+//          (a reader the room still holds back isolateAfter after the close is ended anyway,
+//          counted as isolatedReadsCutShort, so an isolated member never stays for good)
 //
 // A member that also sends learned from its link that those frames were delivered; refusing
 // them as `notJoined` once it was isolated lost them with nobody told (issue 16).
@@ -37,6 +39,13 @@ extension RelayMachine {
             announcePressure(in: roomID)
         }
         actions.append(.close(id))
+    }
+
+    /// The driver ended isolated member `id`'s link before it was read to its end (a reader
+    /// held back too long): counted, then ``connectionClosed(_:now:)`` as for any link.
+    public mutating func isolatedReadCutShort(_ id: RelayConnectionID) {
+        guard readsUntilLinkEnds(id) else { return }
+        statistics.isolatedReadsCutShort += 1
     }
 
     /// Whether the driver should read `id`'s link to its end after closing it (an isolated

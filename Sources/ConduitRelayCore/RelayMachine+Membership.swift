@@ -40,7 +40,8 @@ extension RelayMachine {
                 // Invitations are the relay's own business: handled here, never forwarded.
                 return handleInvitationRequest(id, from: rooms[roomID]!.members[member]!.peer, body: body, now: now)
             }
-            guard let target = rooms[roomID]!.members[to], to != member else {
+            // An isolated member gets nothing more (RelayMachine+Isolation.swift).
+            guard let target = rooms[roomID]!.members[to], to != member, target.origin != nil || connections[target.connection]?.isolated != true else {
                 refuseFrame(.unknownDestination)
                 return
             }
@@ -355,7 +356,7 @@ extension RelayMachine {
             guard now - connection.lastHeard >= configuration.vanishTimeout, !pausedReaders.contains(id) else { continue }
             switch connection.phase {
             case .closing: continue
-            case .member: statistics.vanished += 1
+            case .member: if !connection.isolated { statistics.vanished += 1 }  // else counted as isolated
             case .awaitingJoin, .authorizing, .admitting: break
             }
             disconnect(id, .vanished, "nothing heard for \(configuration.vanishTimeout)", now: now)

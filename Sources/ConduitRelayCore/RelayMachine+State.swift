@@ -39,8 +39,8 @@ extension RelayMachine {
         var fullEndedAt: ConduitInstant?
         /// When its link last took something from the queue (isolateAfter counts from here).
         var lastTaken: ConduitInstant?
-        /// When the queue went above the mark, kept while it stays above (unlike `fullSince`,
-        /// which a slow room's restart moves): isolateAfter counts from here too.
+        /// When the queue went above the mark, kept until it is back under half of it (unlike
+        /// `fullSince`, which a slow room's restart moves): isolateAfter counts from here too.
         var aboveMarkSince: ConduitInstant?
         /// Isolated as a slow receiver: told why, and given nothing more, but still a member
         /// whose frames are read and forwarded until its link ends (RelayMachine+Isolation.swift).

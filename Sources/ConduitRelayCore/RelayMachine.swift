@@ -134,7 +134,7 @@ public struct RelayMachine: Sendable {
     public mutating func handle(_ id: RelayConnectionID, datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
         guard connections[id] != nil else { return }
         connections[id]!.lastHeard = now
-        if connections[id]!.isolated { statistics.framesAfterIsolation += 1 }
+        if connections[id]!.isolated, case .member = connections[id]!.phase { statistics.framesAfterIsolation += 1 }
         latestNow = max(latestNow, now)
         switch RelayFrameKind.peek(datagram) {
         case .routed?:

@@ -163,6 +163,7 @@ struct RelayService: Service {
         Gauge(label: "conduit_relay_unreliable_dropped").record(statistics.unreliableDropped)
         Gauge(label: "conduit_relay_slow_receivers").record(statistics.slowReceiversDisconnected)
         Gauge(label: "conduit_relay_frames_after_isolation").record(statistics.framesAfterIsolation)
+        Gauge(label: "conduit_relay_isolated_reads_cut_short").record(statistics.isolatedReadsCutShort)
         Gauge(label: "conduit_relay_join_deadlines_missed").record(statistics.joinDeadlinesMissed)
         Gauge(label: "conduit_relay_pending_evicted").record(statistics.pendingEvicted)
         Gauge(label: "conduit_relay_joins_rate_limited").record(statistics.joinsRateLimited)
@@ -176,7 +177,7 @@ struct RelayService: Service {
             "joins": "\(statistics.joins)", "leaves": "\(statistics.leaves)", "vanished": "\(statistics.vanished)",
             "framesRelayed": "\(statistics.framesRelayed)", "bytesRelayed": "\(statistics.bytesRelayed)",
             "unreliableDropped": "\(statistics.unreliableDropped)", "slowReceivers": "\(statistics.slowReceiversDisconnected)",
-            "framesAfterIsolation": "\(statistics.framesAfterIsolation)",
+            "framesAfterIsolation": "\(statistics.framesAfterIsolation)", "isolatedReadsCutShort": "\(statistics.isolatedReadsCutShort)",
             "joinDeadlinesMissed": "\(statistics.joinDeadlinesMissed)", "pendingEvicted": "\(statistics.pendingEvicted)",
             "joinsRateLimited": "\(statistics.joinsRateLimited)",
         ]

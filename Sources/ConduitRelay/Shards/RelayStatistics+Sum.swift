@@ -11,7 +11,7 @@ extension RelayStatistics {
 
     private static var counters: [WritableKeyPath<RelayStatistics, Int>] {
         [
-            \.framesAccepted, \.framesRelayed, \.bytesRelayed, \.unreliableDropped, \.droppedUnsupported, \.slowReceiversDisconnected, \.framesAfterIsolation,
+            \.framesAccepted, \.framesRelayed, \.bytesRelayed, \.unreliableDropped, \.droppedUnsupported, \.slowReceiversDisconnected, \.framesAfterIsolation, \.isolatedReadsCutShort,
             \.sendersPaused, \.laggingReceivers, \.vanished, \.joinDeadlinesMissed, \.pendingEvicted, \.joinsRateLimited, \.joins,
             \.leaves, \.peerListUpdatesSent, \.extensionsRelayed, \.expiredInRelay, \.tracksPublished,
         ]
