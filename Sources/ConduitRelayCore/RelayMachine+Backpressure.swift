@@ -73,9 +73,16 @@ extension RelayMachine {
     /// `id` is closing or gone: it no longer holds anyone back, nor waits to be read.
     mutating func forgetBackpressure(_ id: RelayConnectionID, phase: Connection.Phase) {
         pausedReaders.remove(id)
+        stopHoldingBack(id, phase: phase)
+    }
+
+    /// `id` is no receiver any more (closing, gone or isolated): it holds nobody back. Whether
+    /// it waits to be read as a sender is left as it is.
+    mutating func stopHoldingBack(_ id: RelayConnectionID, phase: Connection.Phase) {
         guard fullReceivers.remove(id) != nil else { return }
         connections[id]?.fullSince = nil
         connections[id]?.aboveMarkSince = nil
+        connections[id]?.lagging = false
         if case .member(let roomID, _) = phase {
             resumeReaders(in: roomID)
             announcePressure(in: roomID)

@@ -21,23 +21,14 @@ extension RelayMachine {
         guard let connection = connections[id], !connection.isolated else { return }
         if case .closing = connection.phase { return }
         statistics.slowReceiversDisconnected += 1
-        guard case .member(let roomID, _) = connection.phase else {
+        guard case .member = connection.phase else {
             return disconnect(id, .slowReceiver, text, now: now)
         }
-        connections[id]!.outbox.removeAll()
-        connections[id]!.queuedAt.removeAll()
-        connections[id]!.tags.removeAll()
-        connections[id]!.outboxBytes = 0
+        connections[id]!.clearOutbox()
         sendControl(id, RoomControlFrame.disconnect(.slowReceiver, text).encoded)
         connections[id]!.isolated = true
-        if fullReceivers.remove(id) != nil {
-            connections[id]!.fullSince = nil
-            connections[id]!.aboveMarkSince = nil
-            connections[id]!.lagging = false
-            // May resume the member's own reader too: it is a sender like any other now.
-            resumeReaders(in: roomID)
-            announcePressure(in: roomID)
-        }
+        // May resume the member's own reader too: it is a sender like any other now.
+        stopHoldingBack(id, phase: connection.phase)
         actions.append(.close(id))
     }
 

@@ -46,6 +46,14 @@ extension RelayMachine {
         /// whose frames are read and forwarded until its link ends (RelayMachine+Isolation.swift).
         var isolated = false
 
+        /// Drops everything queued for this receiver.
+        mutating func clearOutbox() {
+            outbox.removeAll()
+            queuedAt.removeAll()
+            tags.removeAll()
+            outboxBytes = 0
+        }
+
         /// Queues `frame` under the receiver's caps (see `RelayMachine.deliver`). Called as
         /// `connections.values[index].enqueue(…)`: through the index the entry is changed in place.
         mutating func enqueue(_ frame: [UInt8], tag: FrameTag, now: ConduitInstant, configuration: RelayConfiguration) -> EnqueueOutcome {

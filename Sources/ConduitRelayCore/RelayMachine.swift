@@ -132,9 +132,14 @@ public struct RelayMachine: Sendable {
     /// One datagram from connection `id`. Everything malformed or unauthorized is refused and
     /// counted; nothing here traps on peer input.
     public mutating func handle(_ id: RelayConnectionID, datagram: UnsafeRawBufferPointer, now: ConduitInstant) {
-        guard connections[id] != nil else { return }
-        connections[id]!.lastHeard = now
-        if connections[id]!.isolated, case .member = connections[id]!.phase { statistics.framesAfterIsolation += 1 }
+        // One lookup for both, in place: this runs for every datagram.
+        guard let index = connections.index(forKey: id) else { return }
+        let isolatedMember = { (connection: inout Connection) -> Bool in
+            connection.lastHeard = now
+            guard connection.isolated, case .member = connection.phase else { return false }
+            return true
+        }(&connections.values[index])
+        if isolatedMember { statistics.framesAfterIsolation += 1 }
         latestNow = max(latestNow, now)
         switch RelayFrameKind.peek(datagram) {
         case .routed?:
@@ -225,10 +230,7 @@ public struct RelayMachine: Sendable {
             return
         }
         connections[id]!.phase = .closing
-        connections[id]!.outbox.removeAll()
-        connections[id]!.queuedAt.removeAll()
-        connections[id]!.tags.removeAll()
-        connections[id]!.outboxBytes = 0
+        connections[id]!.clearOutbox()
         sendControl(id, frame)
         actions.append(.close(id))
     }
